@@ -1,0 +1,98 @@
+"""Comparing what a candidate produced with what torch expects.
+
+Shape, dtype and None-ness are checked before values: ``torch.allclose``
+broadcasts, so a ``()``-shaped gradient would otherwise "equal" a ``(3,)`` one.
+Values are compared in float64 with a relative *and* an absolute tolerance
+scaled by the largest expected magnitude; the worst element is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import torch
+
+__all__ = ["Tolerance", "DEFAULT_TOLERANCE", "tolerance_for", "Mismatch", "compare"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+    """Multiplied by max(1, max|expected|) before use."""
+
+    def describe(self) -> str:
+        return f"rtol={self.rtol:g}, atol={self.atol:g}*max(1,|expected|)"
+
+
+# The one place the default tolerances are stated.
+DEFAULT_TOLERANCE: Final = Tolerance(rtol=1e-7, atol=1e-7)
+FLOAT32_TOLERANCE: Final = Tolerance(rtol=1e-5, atol=1e-5)
+FLOAT32_TRANSCENDENTAL_TOLERANCE: Final = Tolerance(rtol=1e-4, atol=1e-5)
+
+
+def tolerance_for(dtype: torch.dtype | str, transcendental: bool) -> Tolerance:
+    name = str(dtype).removeprefix("torch.")
+    if name == "float32":
+        return FLOAT32_TRANSCENDENTAL_TOLERANCE if transcendental else FLOAT32_TOLERANCE
+    return DEFAULT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Why ``got`` is not ``expected``: a kind, a sentence, and the worst element if values differ."""
+
+    kind: str  # "none", "not_none", "type", "shape", "values", "nonfinite"
+    message: str
+    index: tuple[int, ...] | None = None
+    got: float | None = None
+    expected: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def compare(got: torch.Tensor | None, expected: torch.Tensor | None, tol: Tolerance, what: str) -> Mismatch | None:
+    """None when ``got`` matches ``expected``; otherwise the first thing that differs."""
+    if expected is None:
+        if got is None:
+            return None
+        return Mismatch("not_none", f"{what} should be None, got a tensor of shape {_shape(got)}")
+    if got is None:
+        return Mismatch("none", f"{what} is None, expected a tensor of shape {_shape(expected)}")
+    if tuple(got.shape) != tuple(expected.shape):
+        return Mismatch("shape", f"{what} has shape {_shape(got)}, expected {_shape(expected)}")
+    g = got.to(torch.float64)
+    e = expected.to(torch.float64)
+    if g.numel() == 0:
+        return None
+    scale = max(1.0, float(e.abs().max()) if torch.isfinite(e).all() else 1.0)
+    bound = tol.atol * scale + tol.rtol * e.abs()
+    same_nonfinite = (~torch.isfinite(e)) & (g == e)
+    err = (g - e).abs()
+    bad = ~((err <= bound) | same_nonfinite)
+    if not bool(bad.any()):
+        return None
+    # Report the element that is furthest outside its bound (NaN counts as worst).
+    excess = torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err - bound)
+    excess = torch.where(bad, excess, torch.full_like(err, float("-inf")))
+    flat = int(torch.argmax(excess.reshape(-1)))
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), e.shape)) if e.dim() else ()
+    got_v, exp_v = float(g.reshape(-1)[flat]), float(e.reshape(-1)[flat])
+    count = int(bad.sum())
+    where = f" at {list(index)}" if index else ""
+    kind = "nonfinite" if not torch.isfinite(g.reshape(-1)[flat]) else "values"
+    return Mismatch(
+        kind,
+        f"{what} differs in {count} of {e.numel()} element(s); worst{where}: got {got_v:.10g}, "
+        f"expected {exp_v:.10g} ({tol.describe()})",
+        index,
+        got_v,
+        exp_v,
+    )
+
+
+def _shape(t: torch.Tensor) -> str:
+    dims = tuple(t.shape)
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"

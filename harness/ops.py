@@ -1,0 +1,342 @@
+"""The op table: every op of the candidate's contract, described once.
+
+The spec parser, the random graph generator, the torch oracle, the worker that
+runs candidate code and the reference tests all read this table and nothing
+else, so adding an op means adding one ``OpSpec`` here.
+
+An op is applied to *operands*: tensors (the candidate's class, or torch
+tensors for the oracle), raw int64 torch tensors (class indices, embedding
+ids) and Python numbers, plus keyword *params* (a pooling size, a shape).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Final, Sequence
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["OpSpec", "OPS", "LEVELS", "op", "ops_for_level", "check_operands", "OperandError"]
+
+LEVELS: Final = ("core", "followups", "extensions")
+
+# Kinds of operand an op slot accepts.
+TENSOR: Final = "tensor"  # the candidate's Tensor (a torch tensor for the oracle)
+INDEX: Final = "index"  # a raw int64 torch tensor, never wrapped
+NUMBER: Final = "number"  # a Python int or float
+
+
+class OperandError(ValueError):
+    """Operands outside an op's valid domain (wrong shapes, log of a negative, ...)."""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    level: str
+    slots: tuple[str, ...]
+    """Operand kinds, in call order. A TENSOR slot may also take a number for
+    the ops where Python allows it (``a + 1``): see ``number_slots``."""
+    call: Callable[..., Any]
+    """Applies the op to the candidate's objects exactly as a user writes it."""
+    torch_fn: Callable[..., torch.Tensor]
+    """The same op on torch tensors: the oracle's forward."""
+    syntax: str
+    """How the op reads in candidate code; ``{0}``, ``{1}`` are operands,
+    ``{name}`` params. Used to print snippets and to parse spec expressions."""
+    member: str
+    """The attribute a candidate class needs for this op (``__add__``, ``relu``)."""
+    params: tuple[str, ...] = ()
+    defaults: dict[str, Any] = field(default_factory=dict)
+    number_slots: tuple[int, ...] = ()
+    """Slots where a Python number is accepted instead of a tensor."""
+    check: Callable[..., str | None] = lambda *operands, **params: None
+    """Op-specific domain rule on torch operands: a message when invalid."""
+    smooth: bool = True
+    """False for ops with kinks or ties inside their domain (relu, max, pooling):
+    finite differences are not used there and generators avoid the kinks."""
+    transcendental: bool = False
+    """Uses exp/log-like functions: float32 needs a looser tolerance."""
+    broadcasts: bool = False
+    """Elementwise binary op whose operands may broadcast (a follow-up)."""
+    concept: str = "ops"
+    doc: str = ""
+
+    def render(self, operands: Sequence[str], params: dict[str, Any] | None = None) -> str:
+        values = {**self.defaults, **(params or {})}
+        return self.syntax.format(*operands, **{k: _literal(v) for k, v in values.items()})
+
+    def apply_torch(self, operands: Sequence[Any], params: dict[str, Any] | None = None) -> torch.Tensor:
+        return self.torch_fn(*operands, **{**self.defaults, **(params or {})})
+
+    def apply_candidate(self, operands: Sequence[Any], params: dict[str, Any] | None = None) -> Any:
+        return self.call(*operands, **{**self.defaults, **(params or {})})
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
+# ---- domain rules -------------------------------------------------------------
+# Each takes torch operands (numbers stay numbers) and returns None or a message.
+
+
+def _same_or_broadcast(a: Any, b: Any) -> str | None:
+    sa, sb = _shape(a), _shape(b)
+    try:
+        torch.broadcast_shapes(sa, sb)
+    except RuntimeError:
+        return f"shapes {_fmt(sa)} and {_fmt(sb)} do not broadcast"
+    return None
+
+
+def _matmul_rule(a: torch.Tensor, b: torch.Tensor) -> str | None:
+    if a.dim() != 2 or b.dim() != 2:
+        return f"@ takes two 2-D tensors, got shapes {_fmt(a.shape)} and {_fmt(b.shape)}"
+    if a.shape[1] != b.shape[0]:
+        return f"@ needs (n, m) @ (m, p), got {_fmt(a.shape)} @ {_fmt(b.shape)}"
+    return None
+
+
+def _positive(a: torch.Tensor) -> str | None:
+    return None if bool((a > 0).all()) else "log needs positive inputs"
+
+
+def _nonzero_divisor(a: Any, b: Any) -> str | None:
+    if (msg := _same_or_broadcast(a, b)) is not None:
+        return msg
+    bad = (b == 0) if isinstance(b, (int, float)) else bool((b == 0).any())
+    return "division by zero" if bad else None
+
+
+def _pow_rule(a: torch.Tensor, p: float) -> str | None:
+    if not isinstance(p, (int, float)) or isinstance(p, bool):
+        return "the exponent of ** must be a Python number"
+    if float(p) != int(p) and bool((a <= 0).any()):
+        return "a non-integer power needs positive inputs"
+    if p < 0 and bool((a == 0).any()):
+        return "a negative power of zero"
+    return None
+
+
+def _no_ties(a: torch.Tensor, b: torch.Tensor) -> str | None:
+    if (msg := _same_or_broadcast(a, b)) is not None:
+        return msg
+    # At a tie the "winner" is ambiguous; the contract only fixes the gradient elsewhere.
+    return "maximum has ties, where its gradient is ambiguous" if bool((a == b).any()) else None
+
+
+def _two_d(name: str) -> Callable[[torch.Tensor], str | None]:
+    def rule(a: torch.Tensor) -> str | None:
+        return None if a.dim() == 2 else f"{name} needs a 2-D tensor, got shape {_fmt(a.shape)}"
+
+    return rule
+
+
+def _reshape_rule(a: torch.Tensor, shape: Sequence[int]) -> str | None:
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(s, int) for s in shape):
+        return "reshape takes a tuple of ints"
+    if math.prod(shape) != a.numel() or any(s < 0 for s in shape):
+        return f"cannot reshape {_fmt(a.shape)} ({a.numel()} elements) to {_fmt(shape)}"
+    return None
+
+
+def _pool_rule(kind: str) -> Callable[..., str | None]:
+    def rule(a: torch.Tensor, k: int) -> str | None:
+        if a.dim() != 4:
+            return f"{kind} needs (N, C, H, W), got shape {_fmt(a.shape)}"
+        if not isinstance(k, int) or k < 1 or a.shape[2] % k or a.shape[3] % k:
+            return f"{kind}({k!r}) needs H and W divisible by k, got shape {_fmt(a.shape)}"
+        if kind == "max_pool2d":
+            windows = _windows(a, k)
+            top2 = windows.topk(min(2, k * k), dim=-1).values
+            if k > 1 and bool((top2[..., 0] == top2[..., 1]).any()):
+                return "a max_pool2d window has a tied maximum, where the gradient is ambiguous"
+        return None
+
+    return rule
+
+
+def _windows(a: torch.Tensor, k: int) -> torch.Tensor:
+    n, c, h, w = a.shape
+    return a.reshape(n, c, h // k, k, w // k, k).permute(0, 1, 2, 4, 3, 5).reshape(n, c, h // k, w // k, k * k)
+
+
+def _conv_rule(a: torch.Tensor, w: torch.Tensor) -> str | None:
+    if a.dim() != 4 or w.dim() != 4:
+        return f"conv2d needs input (N, C, H, W) and weight (O, C, kh, kw), got {_fmt(a.shape)} and {_fmt(w.shape)}"
+    if a.shape[1] != w.shape[1]:
+        return f"conv2d channel mismatch: input has {a.shape[1]}, weight expects {w.shape[1]}"
+    if w.shape[2] > a.shape[2] or w.shape[3] > a.shape[3]:
+        return f"conv2d kernel {_fmt(w.shape[2:])} is larger than the input {_fmt(a.shape[2:])}"
+    return None
+
+
+def _index_rule(w: torch.Tensor, ids: torch.Tensor) -> str | None:
+    if w.dim() != 2:
+        return f"an embedding table must be 2-D, got shape {_fmt(w.shape)}"
+    if ids.dtype != torch.int64:
+        return f"indices must be int64, got {str(ids.dtype).removeprefix('torch.')}"
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= w.shape[0]):
+        return f"indices must lie in [0, {w.shape[0]})"
+    return None
+
+
+def _batch_norm_rule(a: torch.Tensor, eps: float) -> str | None:
+    if a.dim() != 2 or a.shape[0] < 2:
+        return f"batch_norm needs (N, D) with N >= 2, got shape {_fmt(a.shape)}"
+    return None
+
+
+def _cross_entropy_rule(logits: torch.Tensor, target: torch.Tensor) -> str | None:
+    if logits.dim() != 2:
+        return f"cross_entropy needs logits (N, C), got shape {_fmt(logits.shape)}"
+    if target.dtype != torch.int64 or target.shape != (logits.shape[0],):
+        return f"cross_entropy needs an int64 target of shape ({logits.shape[0]},)"
+    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= logits.shape[1]):
+        return f"targets must lie in [0, {logits.shape[1]})"
+    return None
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else ()
+
+
+def _fmt(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# ---- torch forwards that are not plain methods ---------------------------------
+
+
+def _batch_norm(a: torch.Tensor, eps: float) -> torch.Tensor:
+    return F.batch_norm(a, None, None, training=True, eps=eps)
+
+
+# ---- the table -----------------------------------------------------------------
+
+_T, _I = TENSOR, INDEX
+
+OPS: Final[dict[str, OpSpec]] = {
+    spec.name: spec
+    for spec in [
+        # core
+        OpSpec("add", "core", (_T, _T), lambda a, b: a + b, lambda a, b: a + b, "{0} + {1}", "__add__",
+               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True, doc="elementwise sum"),
+        OpSpec("mul", "core", (_T, _T), lambda a, b: a * b, lambda a, b: a * b, "{0} * {1}", "__mul__",
+               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
+        OpSpec("matmul", "core", (_T, _T), lambda a, b: a @ b, lambda a, b: a @ b, "{0} @ {1}", "__matmul__",
+               check=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
+        OpSpec("relu", "core", (_T,), lambda a: a.relu(), lambda a: a.relu(), "{0}.relu()", "relu",
+               smooth=False, doc="max(x, 0); gradient 0 at x == 0"),
+        OpSpec("sum", "core", (_T,), lambda a: a.sum(), lambda a: a.sum(), "{0}.sum()", "sum",
+               concept="shapes", doc="sum of all elements"),
+        # follow-ups
+        OpSpec("cross_entropy", "followups", (_T, _I), lambda a, t: a.cross_entropy(t),
+               lambda a, t: F.cross_entropy(a, t), "{0}.cross_entropy({1})", "cross_entropy",
+               check=_cross_entropy_rule, transcendental=True, concept="numerics",
+               doc="fused softmax + negative log-likelihood, mean over the batch"),
+        # extensions
+        OpSpec("neg", "extensions", (_T,), lambda a: -a, lambda a: -a, "-{0}", "__neg__"),
+        OpSpec("sub", "extensions", (_T, _T), lambda a, b: a - b, lambda a, b: a - b, "{0} - {1}", "__sub__",
+               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True),
+        OpSpec("div", "extensions", (_T, _T), lambda a, b: a / b, lambda a, b: a / b, "{0} / {1}", "__truediv__",
+               number_slots=(0, 1), check=_nonzero_divisor, broadcasts=True, transcendental=True),
+        OpSpec("pow", "extensions", (_T,), lambda a, p: a ** p, lambda a, p: a ** p, "{0} ** {p}", "__pow__",
+               params=("p",), check=_pow_rule, transcendental=True),
+        OpSpec("exp", "extensions", (_T,), lambda a: a.exp(), lambda a: a.exp(), "{0}.exp()", "exp",
+               transcendental=True),
+        OpSpec("log", "extensions", (_T,), lambda a: a.log(), lambda a: a.log(), "{0}.log()", "log",
+               check=_positive, transcendental=True),
+        OpSpec("tanh", "extensions", (_T,), lambda a: a.tanh(), lambda a: a.tanh(), "{0}.tanh()", "tanh",
+               transcendental=True),
+        OpSpec("sigmoid", "extensions", (_T,), lambda a: a.sigmoid(), lambda a: a.sigmoid(), "{0}.sigmoid()",
+               "sigmoid", transcendental=True),
+        OpSpec("mean", "extensions", (_T,), lambda a: a.mean(), lambda a: a.mean(), "{0}.mean()", "mean",
+               concept="shapes"),
+        OpSpec("transpose", "extensions", (_T,), lambda a: a.T, lambda a: a.T, "{0}.T", "T",
+               check=_two_d(".T"), concept="shapes"),
+        OpSpec("reshape", "extensions", (_T,), lambda a, shape: a.reshape(shape), lambda a, shape: a.reshape(shape),
+               "{0}.reshape({shape})", "reshape", params=("shape",), check=_reshape_rule, concept="shapes"),
+        OpSpec("maximum", "extensions", (_T, _T), lambda a, b: a.maximum(b), lambda a, b: a.maximum(b),
+               "{0}.maximum({1})", "maximum", check=_no_ties, smooth=False, concept="routing"),
+        OpSpec("max_pool2d", "extensions", (_T,), lambda a, k: a.max_pool2d(k), lambda a, k: F.max_pool2d(a, k),
+               "{0}.max_pool2d({k})", "max_pool2d", params=("k",), check=_pool_rule("max_pool2d"),
+               smooth=False, concept="routing"),
+        OpSpec("avg_pool2d", "extensions", (_T,), lambda a, k: a.avg_pool2d(k), lambda a, k: F.avg_pool2d(a, k),
+               "{0}.avg_pool2d({k})", "avg_pool2d", params=("k",), check=_pool_rule("avg_pool2d"),
+               concept="routing"),
+        OpSpec("conv2d", "extensions", (_T, _T), lambda a, w: a.conv2d(w), lambda a, w: F.conv2d(a, w),
+               "{0}.conv2d({1})", "conv2d", check=_conv_rule),
+        OpSpec("index", "extensions", (_T, _I), lambda w, ids: w[ids], lambda w, ids: w[ids], "{0}[{1}]",
+               "__getitem__", check=_index_rule, concept="accumulation"),
+        OpSpec("batch_norm", "extensions", (_T,), lambda a, eps: a.batch_norm(eps=eps), _batch_norm,
+               "{0}.batch_norm(eps={eps})", "batch_norm", params=("eps",), defaults={"eps": 1e-5},
+               check=_batch_norm_rule, transcendental=True),
+    ]
+}
+
+
+def op(name: str) -> OpSpec:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}; known ops: {', '.join(OPS)}") from None
+
+
+def ops_for_level(level: str) -> list[OpSpec]:
+    return [spec for spec in OPS.values() if spec.level == level]
+
+
+def check_operands(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any] | None = None) -> str | None:
+    """Why ``operands`` are invalid for ``spec`` (a message), or None when they are valid.
+
+    Operand kinds are checked first, then the op's own rule, then torch must
+    accept the call itself (which catches anything the rule did not spell out).
+    """
+    params = {**spec.defaults, **(params or {})}
+    if len(operands) != len(spec.slots):
+        return f"{spec.name} takes {len(spec.slots)} operand(s), got {len(operands)}"
+    unknown = set(params) - set(spec.params)
+    if unknown:
+        return f"{spec.name} has no parameter {sorted(unknown)[0]!r}"
+    missing = [p for p in spec.params if p not in params]
+    if missing:
+        return f"{spec.name} needs parameter {missing[0]!r}"
+    tensors = 0
+    for i, (slot, value) in enumerate(zip(spec.slots, operands)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if i not in spec.number_slots:
+                return f"operand {i + 1} of {spec.name} must be a tensor, not a number"
+            continue
+        if not isinstance(value, torch.Tensor):
+            return f"operand {i + 1} of {spec.name} must be a tensor"
+        if slot == INDEX and value.dtype != torch.int64:
+            return f"operand {i + 1} of {spec.name} must be an int64 tensor"
+        if slot == TENSOR:
+            if not value.is_floating_point():
+                return f"operand {i + 1} of {spec.name} must be a floating-point tensor"
+            tensors += 1
+    if tensors == 0:
+        return f"{spec.name} needs at least one tensor operand"
+    message = spec.check(*operands, **params)
+    if message is not None:
+        return message
+    try:
+        spec.apply_torch(operands, params)
+    except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+        return f"{spec.name} rejects these operands: {str(exc).splitlines()[0]}"
+    return None
+
+
+def needs_broadcasting(spec: OpSpec, operands: Sequence[Any]) -> bool:
+    """True when the operands' shapes differ, which makes this a broadcasting case."""
+    if not spec.broadcasts:
+        return False
+    shapes = [_shape(x) for x in operands if isinstance(x, torch.Tensor)]
+    numbers = any(isinstance(x, (int, float)) for x in operands)
+    return len(set(shapes)) > 1 and not numbers

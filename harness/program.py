@@ -1,0 +1,289 @@
+"""Graph programs: a small computation written as data.
+
+A program is what the grader asks a candidate's engine to run: leaves with
+their values, a list of steps (an op from the op table applied to earlier
+names or numbers), the output, an optional upstream gradient and how many
+forward/backward passes to make. Spec cases, random graphs and targeted
+checks all compile to programs; the worker runs them on the candidate's class
+and the oracle runs them on torch. Programs cross the process boundary as
+plain JSON-able dicts (``to_wire``/``from_wire``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import torch
+
+from harness.ops import OPS, OpSpec, check_operands, needs_broadcasting, op
+
+__all__ = ["Leaf", "Step", "Program", "ProgramError", "encode_tensor", "decode_tensor", "DTYPES"]
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "int64": torch.int64}
+
+
+class ProgramError(ValueError):
+    """A program that is not a valid graph (unknown name, invalid operands, ...)."""
+
+
+def encode_tensor(t: torch.Tensor) -> dict[str, Any]:
+    dtype = str(t.dtype).removeprefix("torch.")
+    flat = t.detach().reshape(-1)
+    values = flat.tolist() if dtype in DTYPES else flat.to(torch.float64).tolist()
+    return {"shape": list(t.shape), "dtype": dtype, "values": values}
+
+
+def decode_tensor(wire: dict[str, Any], dtype: str | None = None) -> torch.Tensor:
+    name = dtype or wire.get("dtype", "float64")
+    torch_dtype = DTYPES.get(name, torch.float64)
+    return torch.tensor(wire["values"], dtype=torch_dtype).reshape(wire["shape"])
+
+
+@dataclass(frozen=True)
+class Leaf:
+    name: str
+    value: torch.Tensor
+    requires_grad: bool = True
+
+    @property
+    def raw(self) -> bool:
+        """Integer leaves (class targets, embedding ids) are passed as plain torch tensors."""
+        return not self.value.is_floating_point()
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    op: str
+    args: tuple[str | float | int, ...]
+    """Names of earlier leaves/steps, or Python numbers."""
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def spec(self) -> OpSpec:
+        return op(self.op)
+
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class Program:
+    leaves: tuple[Leaf, ...]
+    steps: tuple[Step, ...]
+    output: str
+    upstream: torch.Tensor | None = None
+    passes: int = 1
+
+    # ---- structure ----
+
+    def names(self) -> list[str]:
+        return [leaf.name for leaf in self.leaves] + [step.name for step in self.steps]
+
+    def leaf(self, name: str) -> Leaf:
+        return next(leaf for leaf in self.leaves if leaf.name == name)
+
+    def ops_used(self) -> set[str]:
+        return {step.op for step in self.steps}
+
+    def validate(self) -> None:
+        """Raise ProgramError unless every name is defined before use and every op's operands are valid."""
+        seen: dict[str, torch.Tensor] = {}
+        for leaf in self.leaves:
+            if leaf.name in seen:
+                raise ProgramError(f"name {leaf.name!r} is defined twice")
+            if leaf.raw and leaf.requires_grad:
+                raise ProgramError(f"integer input {leaf.name!r} cannot require grad")
+            seen[leaf.name] = leaf.value.to(torch.float64) if leaf.value.is_floating_point() else leaf.value
+        for step in self.steps:
+            if step.name in seen:
+                raise ProgramError(f"name {step.name!r} is defined twice")
+            if step.op not in OPS:
+                raise ProgramError(f"unknown op {step.op!r}")
+            operands = []
+            for arg in step.args:
+                if isinstance(arg, str):
+                    if arg not in seen:
+                        raise ProgramError(f"{step.name}: {arg!r} is used before it is defined")
+                    operands.append(seen[arg])
+                else:
+                    operands.append(arg)
+            message = check_operands(step.spec, operands, step.param_dict())
+            if message is not None:
+                raise ProgramError(f"{step.name} = {step.spec.render([str(a) for a in step.args], step.param_dict())}: {message}")
+            seen[step.name] = step.spec.apply_torch(operands, step.param_dict())
+        if self.output not in seen:
+            raise ProgramError(f"output {self.output!r} is not defined")
+        out = seen[self.output]
+        if not out.is_floating_point():
+            raise ProgramError("the output must be a floating-point tensor")
+        if self.upstream is None and out.numel() != 1:
+            raise ProgramError(f"the output has shape {tuple(out.shape)}: a non-scalar output needs an upstream gradient")
+        if self.upstream is not None and tuple(self.upstream.shape) != tuple(out.shape):
+            raise ProgramError(
+                f"upstream gradient has shape {tuple(self.upstream.shape)}, the output {tuple(out.shape)}"
+            )
+        if self.passes not in (1, 2):
+            raise ProgramError("passes must be 1 or 2")
+
+    def requirements(self) -> set[str]:
+        """Contract members and follow-up features a candidate needs to run this program.
+
+        Members are attribute names (``__add__``, ``relu``); features are
+        ``feature:<name>`` strings (broadcasting, upstream, passes, numbers).
+        """
+        needs: set[str] = {"backward"}
+        values: dict[str, torch.Tensor] = {leaf.name: leaf.value.to(torch.float64) if not leaf.raw else leaf.value
+                                           for leaf in self.leaves}
+        for step in self.steps:
+            spec = step.spec
+            needs.add(spec.member)
+            operands = [values[a] if isinstance(a, str) else a for a in step.args]
+            if any(not isinstance(a, str) for a in step.args):
+                needs.add("feature:numbers")
+                if not isinstance(step.args[0], str):
+                    needs.add({"add": "__radd__", "mul": "__rmul__", "sub": "__rsub__", "div": "__rtruediv__"}[step.op])
+            if needs_broadcasting(spec, operands):
+                needs.add("feature:broadcasting")
+            values[step.name] = spec.apply_torch(operands, step.param_dict())
+        if self.upstream is not None:
+            needs.add("feature:upstream")
+        if self.passes > 1:
+            needs.add("feature:passes")
+        return needs
+
+    def level(self) -> str:
+        """The highest level among the ops and features this program needs."""
+        from harness.ops import LEVELS
+
+        rank = max((LEVELS.index(op(s.op).level) for s in self.steps), default=0)
+        features = {r for r in self.requirements() if r.startswith("feature:")}
+        if features & {"feature:broadcasting", "feature:upstream", "feature:passes"}:
+            rank = max(rank, 1)
+        if "feature:numbers" in features:
+            rank = max(rank, 2)
+        return LEVELS[rank]
+
+    # ---- the oracle ----
+
+    def run_torch(self) -> "Outcome":
+        """Run the program on torch autograd in float64: the expected observation."""
+        values: dict[str, torch.Tensor] = {}
+        grads: dict[str, torch.Tensor | None] = {}
+        leaves = {}
+        for leaf in self.leaves:
+            if leaf.raw:
+                leaves[leaf.name] = leaf.value
+            else:
+                leaves[leaf.name] = leaf.value.detach().to(torch.float64).requires_grad_(leaf.requires_grad)
+        for _ in range(self.passes):
+            values = dict(leaves)
+            for step in self.steps:
+                operands = [values[a] if isinstance(a, str) else a for a in step.args]
+                values[step.name] = step.spec.apply_torch(operands, step.param_dict())
+            out = values[self.output]
+            if out.requires_grad:
+                upstream = None if self.upstream is None else self.upstream.to(torch.float64)
+                out.backward(upstream)
+        for leaf in self.leaves:
+            t = leaves[leaf.name]
+            grads[leaf.name] = None if leaf.raw or t.grad is None else t.grad.detach()
+        return Outcome(
+            values={s.name: values[s.name].detach() for s in self.steps},
+            requires_grad={s.name: bool(values[s.name].requires_grad) for s in self.steps},
+            grads=grads,
+        )
+
+    # ---- wire format and snippets ----
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "leaves": [
+                {"name": leaf.name, "requires_grad": leaf.requires_grad, **encode_tensor(leaf.value)}
+                for leaf in self.leaves
+            ],
+            "steps": [
+                {"name": s.name, "op": s.op, "args": list(s.args), "params": {k: _jsonable(v) for k, v in s.params}}
+                for s in self.steps
+            ],
+            "output": self.output,
+            "upstream": None if self.upstream is None else encode_tensor(self.upstream),
+            "passes": self.passes,
+        }
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Program:
+        leaves = tuple(Leaf(w["name"], decode_tensor(w), bool(w["requires_grad"])) for w in wire["leaves"])
+        steps = tuple(
+            Step(w["name"], w["op"], tuple(w["args"]), tuple((k, _from_json(v)) for k, v in w["params"].items()))
+            for w in wire["steps"]
+        )
+        upstream = None if wire.get("upstream") is None else decode_tensor(wire["upstream"])
+        return cls(leaves, steps, wire["output"], upstream, int(wire.get("passes", 1)))
+
+    def snippet(self, module: str = "solution", class_name: str = "Tensor") -> str:
+        """Runnable Python that builds this graph with the candidate's class and compares with torch."""
+        lines = ["import torch", f"from {module} import {class_name}", ""]
+        for leaf in self.leaves:
+            literal = _tensor_literal(leaf.value)
+            if leaf.raw:
+                lines.append(f"{leaf.name} = {literal}")
+            else:
+                rg = ", requires_grad=True" if leaf.requires_grad else ""
+                lines.append(f"{leaf.name} = {class_name}({literal}{rg})")
+        for step in self.steps:
+            args = [a if isinstance(a, str) else repr(a) for a in step.args]
+            lines.append(f"{step.name} = {step.spec.render(args, step.param_dict())}")
+        if self.passes > 1:
+            lines.append("# the same forward pass is run again and backward() called a second time")
+        upstream = "" if self.upstream is None else _tensor_literal(self.upstream)
+        lines.append(f"{self.output}.backward({upstream})")
+        for leaf in self.leaves:
+            if not leaf.raw and leaf.requires_grad:
+                lines.append(f"print({leaf.name!r}, {leaf.name}.grad)")
+        return "\n".join(lines)
+
+    def expression(self) -> str:
+        """The steps as one line each, for messages: ``h = x @ W; y = h.sum()``."""
+        return "; ".join(
+            f"{s.name} = {s.spec.render([a if isinstance(a, str) else repr(a) for a in s.args], s.param_dict())}"
+            for s in self.steps
+        )
+
+
+@dataclass
+class Outcome:
+    """What running a program produced: step values, requires_grad flags and leaf grads."""
+
+    values: dict[str, torch.Tensor]
+    requires_grad: dict[str, bool]
+    grads: dict[str, torch.Tensor | None]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _from_json(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _tensor_literal(t: torch.Tensor) -> str:
+    dtype = str(t.dtype).removeprefix("torch.")
+    values = t.tolist()
+    if t.is_floating_point():
+        values = _floats(values)
+    return f"torch.tensor({values!r}, dtype=torch.{dtype})"
+
+
+def _floats(values: Any) -> Any:
+    if isinstance(values, list):
+        return [_floats(v) for v in values]
+    return float(values) if math.isfinite(values) else values
+
+
+def names_in(args: Iterable[Any]) -> Sequence[str]:
+    return [a for a in args if isinstance(a, str)]
