@@ -1,16 +1,134 @@
-"""The ``grade`` command line: parses options, calls the grader, renders, sets the exit code."""
+"""The ``grade`` command line: parses options, calls the grader, renders, sets the exit code.
+
+``grade FILE`` grades a submission; ``grade init`` and ``grade spec ...`` are
+subcommands. Heavy imports (torch, the grader) happen inside the commands, after
+the sandbox has started importing torch in its own process.
+"""
 
 from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
 
 import click
 
 from harness import __version__
+from harness.errors import HarnessError
+from harness.spec_commands import spec
+
+FORMATS = ("text", "json", "markdown")
+LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 
 
-@click.group(invoke_without_command=True)
+class _GradeGroup(click.Group):
+    """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["file", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_GradeGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grade")
 @click.pass_context
 def main(ctx: click.Context) -> None:
-    """Grade a hand-written autograd engine against PyTorch's autograd."""
+    """Grade a hand-written autograd engine against PyTorch's autograd.
+
+    \b
+      grade solution.py               grade a submission (text report)
+      grade solution.py --format json the JSON report, for other tools
+      grade init [PATH]               write the candidate template
+      grade spec check [PATH...]      validate YAML graph cases
+    """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
+
+
+@main.command("file", hidden=True)
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Report format.")
+@click.option("--level", type=click.Choice(LEVEL_CHOICES), default="all", show_default=True,
+              help="Grade only this level.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random graphs.")
+@click.option("--specs", "specs", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="Spec folder or file to use instead of the shipped library (repeatable).")
+@click.option("--rubric", type=click.Path(dir_okay=False, path_type=Path), help="Rubric YAML replacing the default.")
+@click.option("--class-name", default="Tensor", show_default=True, help="The submission's tensor class.")
+@click.option("--max-examples", type=click.IntRange(1, 100_000), default=200, show_default=True,
+              help="Random graphs tried by the core property check.")
+@click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
+              help="Seconds for the whole submission.")
+@click.option("--memory-mb", type=click.IntRange(64), default=2048, show_default=True,
+              help="Memory limit of the submission's process.")
+@click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], rubric: Path | None,
+               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool) -> None:
+    """Grade the submission PATH."""
+    from harness.sandbox import Limits, Sandbox
+
+    if not path.is_file():
+        _fail(f"{path}: no such file")
+    sandbox = Sandbox.launch(Limits(memory_mb=memory_mb))  # starts importing torch in parallel with us
+    try:
+        from harness.grade import GradeOptions, grade
+        from harness.render import RENDERERS
+        from harness.report import exit_code
+
+        options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
+                               max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb)
+        colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        while True:
+            try:
+                report = grade(path, options, sandbox)
+            except HarnessError as exc:
+                _fail(str(exc))
+            click.echo(RENDERERS[fmt](report, colour))
+            if not watch:
+                sys.exit(exit_code(report))
+            _wait_for_change(path)
+            click.clear() if colour else click.echo("\n" + "=" * 60 + "\n")
+    finally:
+        sandbox.close()
+
+
+def _wait_for_change(path: Path) -> None:
+    click.echo(f"\nwatching {path} for changes (Ctrl-C to stop)...", err=True)
+    before = _stamp(path)
+    while _stamp(path) == before:
+        time.sleep(0.3)
+
+
+def _stamp(path: Path) -> tuple[float, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime, st.st_size)
+
+
+@main.command("init")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="solution.py")
+def init(path: Path) -> None:
+    """Write the candidate template to PATH (default solution.py)."""
+    from importlib import resources
+
+    if path.exists():
+        _fail(f"{path}: already exists; not overwriting it")
+    template = resources.files("candidate_template").joinpath("solution.py").read_text()
+    try:
+        path.write_text(template)
+    except OSError as exc:
+        _fail(f"{path}: cannot write: {exc.strerror}")
+    click.echo(f"wrote {path}: implement the Tensor class, then run `grade {path}`")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+main.add_command(spec)

@@ -1,0 +1,253 @@
+"""What a check works with: a worker running the submission, and the oracle.
+
+A check asks the ``Context`` to run a program or a probe on the candidate's
+engine and gets back an ``Observation`` of plain values. Verdicts (the
+comparisons with torch) are made here, in the grader's process.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from harness.compare import DEFAULT_TOLERANCE, Mismatch, Tolerance, compare, tolerance_for
+from harness.program import Outcome, Program, decode_tensor
+from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
+
+__all__ = ["Context", "Observation", "Failed", "CandidateError", "CandidateTimeout", "Skip"]
+
+
+class Failed(Exception):
+    """The candidate's engine gave a wrong answer. ``details`` explain it to a reader."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class CandidateError(Exception):
+    """The candidate's code raised, or its process died."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class CandidateTimeout(Exception):
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class Skip(Exception):
+    """The check does not apply (for example a feature the candidate did not attempt)."""
+
+
+@dataclass
+class Observation:
+    """What the candidate's engine produced for one program, decoded into torch tensors."""
+
+    values: dict[str, Any]
+    requires_grad: dict[str, Any]
+    grads: dict[str, Any]
+    leaf_data_unchanged: dict[str, bool]
+    error: dict[str, Any] | None
+    seconds: float
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _decode(wire: Any) -> Any:
+    """A wire tensor -> torch tensor; None stays None; anything else stays a description."""
+    if wire is None:
+        return None
+    if isinstance(wire, dict) and "values" in wire:
+        return decode_tensor(wire, "float64" if wire.get("dtype") not in ("int64",) else "int64")
+    return wire
+
+
+def describe_error(error: dict[str, Any]) -> str:
+    where = error.get("where", "")
+    text = f"{error.get('type', 'Exception')}: {error.get('message', '')}".strip()
+    if error.get("type") == "NotImplementedError":
+        text = f"not implemented ({error.get('message') or 'NotImplementedError'})"
+    return f"{text} [in {where}]" if where else text
+
+
+class Context:
+    """One submission in one sandbox. Checks call ``run``/``probe``; workers are forked as needed."""
+
+    def __init__(self, sandbox: Sandbox, path: Path, class_name: str, module_name: str) -> None:
+        self.sandbox = sandbox
+        self.path = path
+        self.class_name = class_name
+        self.module_name = module_name
+        self._worker: Worker | None = None
+        self.violations: list[str] = []
+        self.output: dict[str, str] = {"stdout": "", "stderr": ""}
+        self.members: set[str] = set()
+        self.seed = 0
+        self.max_examples = 200
+
+    # ---- worker lifecycle: a fresh worker per check keeps checks independent ----
+
+    def fresh(self) -> None:
+        self.retire()
+
+    def retire(self) -> None:
+        if self._worker is not None:
+            self._collect_output(self._worker)
+            self._worker.kill()
+            self._worker = None
+
+    def _collect_output(self, worker: Worker) -> None:
+        for stream, text in worker.output().items():
+            if text and len(self.output[stream]) < 8000:
+                self.output[stream] += text
+
+    def worker(self) -> Worker:
+        if self._worker is None or not self._worker.alive:
+            if self._worker is not None:
+                self._collect_output(self._worker)
+            try:
+                self._worker = self.sandbox.spawn(self.path, self.class_name)
+            except WorkerTimeout as exc:
+                raise CandidateTimeout(f"importing the submission: {exc}") from None
+            except WorkerDied as exc:
+                raise CandidateError(f"importing the submission: {exc}") from None
+            hello = self._worker.hello
+            self.violations.extend(v for v in hello.get("violations", []) if v not in self.violations)
+            if hello.get("kind") == "import_error":
+                raise CandidateError(f"importing the submission raised {describe_error(hello['error'])}")
+        return self._worker
+
+    def request(self, payload: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+        worker = self.worker()
+        try:
+            reply = worker.request(payload, timeout)
+        except WorkerTimeout:
+            raise CandidateTimeout(f"{what}: no answer within {timeout:g} s (the process was killed)") from None
+        except WorkerDied as exc:
+            raise CandidateError(f"{what}: {exc}") from None
+        found = list(reply.get("violations", []))
+        for name, grad in (reply.get("grads") or {}).items():
+            if isinstance(grad, dict) and grad.get("autograd"):
+                found.append(f"{name}.grad carries torch autograd history (requires_grad or grad_fn)")
+        self.violations.extend(v for v in found if v not in self.violations)
+        return reply
+
+    # ---- programs ----
+
+    def run(self, program: Program, *, timeout: float = 10.0, observe: str = "all") -> Observation:
+        started = time.perf_counter()
+        reply = self.request({"kind": "run", "program": program.to_wire(), "observe": observe}, timeout,
+                             f"running {program.expression()[:80]}")
+        return Observation(
+            values={k: _decode(v) for k, v in reply.get("values", {}).items()},
+            requires_grad=dict(reply.get("requires_grad", {})),
+            grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
+            leaf_data_unchanged=dict(reply.get("leaf_data", {})),
+            error=reply.get("error"),
+            seconds=time.perf_counter() - started,
+            raw=reply,
+        )
+
+    def probe(self, kind: str, *, timeout: float, **fields: Any) -> dict[str, Any]:
+        return self.request({"kind": kind, **fields}, timeout, f"the {kind.replace('_', ' ')} probe")
+
+    def expect(self, program: Program, *, parts: Sequence[str] = ("error", "values", "requires_grad", "grads"),
+               tolerance: Tolerance | None = None, timeout: float = 10.0, hint: str | None = None,
+               expected: Outcome | None = None) -> Observation:
+        """Run ``program`` on the candidate and raise Failed/CandidateError unless it matches torch."""
+        observation = self.run(program, timeout=timeout)
+        mismatch = judge(program, observation, expected or program.run_torch(), parts, tolerance)
+        if mismatch is not None:
+            raise_for(program, mismatch, self.module_name, self.class_name, hint)
+        return observation
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "error" or "mismatch"
+    message: str
+    mismatch: Mismatch | None = None
+    what: str = ""
+
+
+def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence[str],
+          tolerance: Tolerance | None = None) -> Verdict | None:
+    """The first way the observation differs from torch's outcome, or None."""
+    if obs.error is not None:
+        return Verdict("error", describe_error(obs.error))
+    tol_for = _tolerances(program, tolerance)
+    if "values" in parts:
+        for step in program.steps:
+            if step.name not in obs.values:
+                continue
+            got = obs.values[step.name]
+            if isinstance(got, dict):
+                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({got.get('not_tensor')})",
+                               what=step.name)
+            m = compare(got, expected.values[step.name], tol_for(step.op), f"value of {step.name}")
+            if m is not None:
+                return Verdict("mismatch", m.message, m, step.name)
+    if "requires_grad" in parts:
+        for step in program.steps:
+            if step.name in obs.requires_grad and obs.requires_grad[step.name] != expected.requires_grad[step.name]:
+                inputs = ", ".join(a for a in step.args if isinstance(a, str))
+                return Verdict("mismatch",
+                               f"{step.name}.requires_grad is {obs.requires_grad[step.name]!r}, expected "
+                               f"{expected.requires_grad[step.name]!r}: a result requires grad exactly when one of "
+                               f"its inputs ({inputs}) does", what=step.name)
+    if "grads" in parts or "grad_types" in parts:
+        for leaf in program.leaves:
+            if leaf.raw:
+                continue
+            got = obs.grads.get(leaf.name)
+            if isinstance(got, dict):
+                return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor",
+                               what=leaf.name)
+            exp = expected.grads[leaf.name]
+            raw = obs.raw.get("grads", {}).get(leaf.name) or {}
+            if isinstance(raw, dict) and raw.get("subclass"):
+                return Verdict("mismatch", f"{leaf.name}.grad is a {raw['subclass']}, expected a plain torch.Tensor",
+                               what=leaf.name)
+            if "grads" in parts:
+                m = compare(got, exp, tol_for(None), f"{leaf.name}.grad")
+            else:
+                m = compare(got, exp, Tolerance(float("inf"), float("inf")), f"{leaf.name}.grad") if (
+                    got is None or exp is None or tuple(got.shape) != tuple(exp.shape)) else None
+            if m is not None:
+                return Verdict("mismatch", m.message, m, leaf.name)
+    return None
+
+
+def _tolerances(program: Program, override: Tolerance | None):
+    float32 = any(leaf.value.dtype == torch.float32 for leaf in program.leaves if not leaf.raw)
+    transcendental = any(step.spec.transcendental for step in program.steps)
+
+    def pick(op_name: str | None) -> Tolerance:
+        if override is not None:
+            return override
+        if not float32:
+            return DEFAULT_TOLERANCE
+        return tolerance_for(torch.float32, transcendental)
+
+    return pick
+
+
+def raise_for(program: Program, verdict: Verdict, module: str, class_name: str, hint: str | None) -> None:
+    details: dict[str, Any] = {"graph": program.expression(), "snippet": program.snippet(module, class_name)}
+    if hint:
+        details["hint"] = hint
+    if verdict.mismatch is not None:
+        details["worst"] = verdict.mismatch.to_dict()
+    if verdict.kind == "error":
+        raise CandidateError(verdict.message, **details)
+    raise Failed(verdict.message, **details)

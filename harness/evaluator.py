@@ -1,0 +1,340 @@
+"""The child side of the sandbox: runs candidate code and reports what it observed.
+
+This module is the only one that ever touches a submission. It imports the
+candidate's file, then answers requests from the grader one at a time: run a
+graph program, or run a small probe (no_grad, a deep chain, memory release).
+It returns raw facts (values and gradients as plain numbers, exceptions,
+flags) and never judges them: every verdict is computed in the parent, where
+candidate code cannot reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib.util
+import inspect
+import os
+import socket
+import sys
+import time
+import traceback
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from harness._wire import recv_message, send_message
+from harness.ops import OPS
+from harness.program import decode_tensor, encode_tensor
+
+# ---- the runtime integrity guard ------------------------------------------------
+
+_AUTOGRAD_ENTRY_POINTS = {
+    "backward": "torch's Tensor.backward",
+    "grad": "torch.autograd.grad",
+    "requires_grad_": "Tensor.requires_grad_",
+    "vjp": "torch.autograd.functional.vjp",
+    "jacobian": "torch.autograd.functional.jacobian",
+}
+
+
+class AutogradGuard(TorchFunctionMode):
+    """Records every use of torch's own autograd while candidate code runs.
+
+    The candidate's gradients must come from its own rules: any call into
+    torch autograd, or any torch result that requires grad, is a violation.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.violations: list[str] = []
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        owner = getattr(getattr(func, "__self__", None), "__name__", "")
+        if name in _AUTOGRAD_ENTRY_POINTS and not (name == "requires_grad_" and args[1:2] == (False,)
+                                                   or kwargs.get("requires_grad") is False):
+            self._flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
+        elif name == "__set__" and owner == "requires_grad" and len(args) > 1 and bool(args[1]):
+            self._flag("set requires_grad=True on a torch tensor")
+        result = func(*args, **kwargs)
+        if isinstance(result, torch.Tensor) and (result.requires_grad or result.grad_fn is not None):
+            self._flag(f"{getattr(func, '__qualname__', name)} returned a torch tensor that requires grad")
+        return result
+
+    def _flag(self, what: str) -> None:
+        if what not in self.violations and len(self.violations) < 20:
+            self.violations.append(what)
+
+
+# ---- observing candidate objects ------------------------------------------------
+
+
+def _observe_tensor(value: Any) -> dict[str, Any] | None:
+    """A torch tensor as plain numbers, or a description of whatever else it is."""
+    if value is None:
+        return None
+    if not isinstance(value, torch.Tensor):
+        return {"not_tensor": type(value).__name__}
+    out = encode_tensor(value.detach())
+    if value.requires_grad or value.grad_fn is not None:
+        out["autograd"] = True
+    if type(value) is not torch.Tensor:
+        out["subclass"] = type(value).__name__
+    return out
+
+
+def _data_of(obj: Any) -> dict[str, Any] | None:
+    data = getattr(obj, "data", None)
+    if data is None:
+        return {"not_tensor": f"{type(obj).__name__} without .data"}
+    return _observe_tensor(data)
+
+
+def _error(where: str, exc: BaseException) -> dict[str, Any]:
+    tb = traceback.extract_tb(exc.__traceback__)
+    frames = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb[-4:]]
+    return {"where": where, "type": type(exc).__name__, "message": str(exc)[:2000], "frames": frames}
+
+
+class Evaluator:
+    """Answers the grader's requests against one imported submission."""
+
+    def __init__(self, module: Any, class_name: str) -> None:
+        self.module = module
+        self.cls = getattr(module, class_name, None)
+        self.class_name = class_name
+        self.guard = AutogradGuard()
+
+    @contextlib.contextmanager
+    def guarded(self):
+        with self.guard:
+            yield
+
+    # ---- request dispatch ----
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        kind = request.get("kind")
+        handler = getattr(self, f"do_{kind}", None)
+        if handler is None:
+            return {"error": _error("request", ValueError(f"unknown request {kind!r}"))}
+        before = len(self.guard.violations)
+        reply = handler(request)
+        reply["violations"] = self.guard.violations[before:]
+        return reply
+
+    def do_hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Which members and features the submission has: decides what is 'not attempted'."""
+        cls = self.cls
+        if cls is None:
+            return {"has_class": False}
+        members = sorted({spec.member for spec in OPS.values()} | {"backward", "__radd__", "__rmul__",
+                                                                   "__rsub__", "__rtruediv__"})
+        present = [m for m in members if _has_member(cls, m)]
+        features: dict[str, Any] = {"no_grad": callable(getattr(self.module, "no_grad", None))}
+        try:
+            features["backward_takes_grad"] = len(inspect.signature(cls.backward).parameters) >= 2
+        except (TypeError, ValueError, AttributeError):
+            features["backward_takes_grad"] = False
+        features["broadcast_forward"] = self._forward_works(lambda: (self._leaf([[1.0, 2.0], [3.0, 4.0]])
+                                                                     + self._leaf([1.0, 2.0])))
+        features["number_forward"] = self._forward_works(lambda: (self._leaf([1.0, 2.0]) + 1,
+                                                                  2 * self._leaf([1.0, 2.0])))
+        return {"has_class": True, "members": present, "features": features}
+
+    def _leaf(self, values: Any) -> Any:
+        return self.cls(torch.tensor(values, dtype=torch.float64), requires_grad=True)
+
+    def _forward_works(self, build: Callable[[], Any]) -> bool:
+        try:
+            with self.guarded():
+                build()
+            return True
+        except Exception:
+            return False
+
+    def do_run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run a graph program: forward, backward (once or twice), then report everything seen."""
+        wire = request["program"]
+        observe_all = request.get("observe", "all") == "all"
+        leaves: dict[str, Any] = {}
+        originals: dict[str, torch.Tensor] = {}
+        for w in wire["leaves"]:
+            value = decode_tensor(w)
+            originals[w["name"]] = value.clone()
+            if value.is_floating_point():
+                leaves[w["name"]] = self.cls(value, requires_grad=bool(w["requires_grad"]))
+            else:
+                leaves[w["name"]] = value
+        results: dict[str, Any] = {}
+        reply: dict[str, Any] = {}
+        started = time.perf_counter()
+        try:
+            for _ in range(int(wire.get("passes", 1))):
+                results = dict(leaves)
+                for step in wire["steps"]:
+                    operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
+                    params = {k: tuple(v) if isinstance(v, list) else v for k, v in step["params"].items()}
+                    try:
+                        with self.guarded():
+                            results[step["name"]] = OPS[step["op"]].apply_candidate(operands, params)
+                    except Exception as exc:
+                        raise _Failed(f"forward: {step['name']}", exc) from exc
+                out = results[wire["output"]]
+                upstream = None if wire.get("upstream") is None else decode_tensor(wire["upstream"])
+                t0 = time.perf_counter()
+                try:
+                    with self.guarded():
+                        out.backward() if upstream is None else out.backward(upstream)
+                except Exception as exc:
+                    raise _Failed("backward", exc) from exc
+                reply["backward_seconds"] = time.perf_counter() - t0
+        except _Failed as failed:
+            reply["error"] = _error(failed.where, failed.exc)
+        except RecursionError as exc:  # pragma: no cover - raised outside a step is still the candidate's
+            reply["error"] = _error("backward", exc)
+        reply["seconds"] = time.perf_counter() - started
+        names = [s["name"] for s in wire["steps"]] if observe_all else [wire["output"]]
+        reply["values"] = {n: _data_of(results[n]) for n in names if n in results}
+        reply["requires_grad"] = {n: _flag(results[n]) for n in names if n in results}
+        reply["grads"] = {}
+        reply["leaf_data"] = {}
+        for name, leaf in leaves.items():
+            if isinstance(leaf, torch.Tensor):
+                continue
+            reply["grads"][name] = _observe_tensor(getattr(leaf, "grad", None))
+            data = getattr(leaf, "data", None)
+            reply["leaf_data"][name] = (isinstance(data, torch.Tensor) and data.shape == originals[name].shape
+                                        and bool(torch.equal(data, originals[name])))
+        return reply
+
+    def do_deep_chain(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Backward through a chain of n additions; x.grad should be n + 1."""
+        n = int(request["n"])
+        try:
+            with self.guarded():
+                x = self.cls(torch.tensor(1.0, dtype=torch.float64), requires_grad=True)
+                y = x
+                for _ in range(n):
+                    y = y + x
+        except Exception as exc:
+            return {"error": _error("forward", exc)}
+        t0 = time.perf_counter()
+        try:
+            with self.guarded():
+                y.backward()
+        except BaseException as exc:  # RecursionError is the point of this probe
+            return {"error": _error("backward", exc)}
+        return {"grad": _observe_tensor(x.grad), "backward_seconds": time.perf_counter() - t0}
+
+    def do_memory_release(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Do the graph's intermediate tensors die after backward while the output lives?"""
+        torch.manual_seed(0)
+        try:
+            with self.guarded():
+                x = self.cls(torch.randn(4, 3, dtype=torch.float64), requires_grad=True)
+                w = self.cls(torch.randn(3, 5, dtype=torch.float64), requires_grad=True)
+                h = (x @ w).relu()
+                k = h * h
+                y = k.sum()
+            probes = [weakref.ref(h.data), weakref.ref(k.data)]
+            del h, k
+            gc.collect()
+            alive_before = sum(p() is not None for p in probes)
+            with self.guarded():
+                y.backward()
+            gc.collect()
+            alive_after = sum(p() is not None for p in probes)
+        except Exception as exc:
+            return {"error": _error("memory_release", exc)}
+        return {"alive_before": alive_before, "alive_after": alive_after, "grad_x": _observe_tensor(x.grad),
+                "x": encode_tensor(x.data), "w": encode_tensor(w.data)}
+
+    def do_no_grad(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Inside no_grad(): results do not require grad and hold no reference to their inputs."""
+        no_grad = getattr(self.module, "no_grad", None)
+        facts: dict[str, Any] = {}
+        try:
+            with self.guarded():
+                x = self.cls(torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64), requires_grad=True)
+                with no_grad():
+                    h = x * x
+                    z = (h + x).relu()
+                facts["h_requires_grad"] = _flag(h)
+                facts["z_requires_grad"] = _flag(z)
+                facts["z_value"] = _data_of(z)
+            probe = weakref.ref(h.data)
+            del h
+            gc.collect()
+            facts["intermediate_freed"] = probe() is None
+            with self.guarded():
+                after = (x * x).sum()
+            facts["after_requires_grad"] = _flag(after)
+            try:
+                with self.guarded():
+                    with no_grad():
+                        raise KeyError("inside")
+            except KeyError:
+                pass
+            with self.guarded():
+                again = (x * x).sum()
+            facts["after_exception_requires_grad"] = _flag(again)
+        except Exception as exc:
+            facts["error"] = _error("no_grad", exc)
+        return facts
+
+
+class _Failed(Exception):
+    def __init__(self, where: str, exc: BaseException) -> None:
+        super().__init__(where)
+        self.where, self.exc = where, exc
+
+
+def _flag(obj: Any) -> Any:
+    value = getattr(obj, "requires_grad", None)
+    return value if isinstance(value, bool) else None if value is None else repr(value)[:40]
+
+
+def _has_member(cls: type, name: str) -> bool:
+    attr = inspect.getattr_static(cls, name, None)
+    # What every class inherits from object is not the candidate's work.
+    return attr is not None and attr is not inspect.getattr_static(object, name, None)
+
+
+# ---- process entry ----------------------------------------------------------------
+
+
+def load_submission(path: str, module_name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def serve(sock: socket.socket, path: str, class_name: str) -> None:
+    """Import the submission, say hello, then answer requests until the parent hangs up."""
+    module_name = os.path.splitext(os.path.basename(path))[0] or "submission"
+    if not module_name.isidentifier() or module_name in sys.modules:
+        module_name = "submission"
+    try:
+        module = load_submission(path, module_name)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are the candidate's too
+        send_message(sock, {"kind": "import_error", "error": _error("import", exc)})
+        return
+    evaluator = Evaluator(module, class_name)
+    send_message(sock, {"kind": "ready", **evaluator.do_hello({}), "violations": evaluator.guard.violations[:]})
+    while True:
+        request = recv_message(sock)
+        if request is None:
+            return
+        try:
+            reply = evaluator.handle(request)
+        except BaseException as exc:
+            reply = {"error": _error(str(request.get("kind")), exc), "violations": evaluator.guard.violations[-5:]}
+        send_message(sock, reply)

@@ -1,0 +1,208 @@
+"""Grading one submission: the whole pipeline from a file to a ``Report``.
+
+submission -> worker (runs candidate code, returns raw values) -> verdicts
+(made here against torch) -> score (the rubric) -> a frozen Report that the
+renderers turn into text, JSON or Markdown.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from harness import __version__
+from harness.errors import HarnessError
+from harness.integrity import scan
+from harness.ops import LEVELS
+from harness.report import CheckResult, Report
+from harness.rubric import Rubric, load_rubric
+from harness.sandbox import Limits, Sandbox
+
+__all__ = ["GradeOptions", "grade", "planned_checks"]
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    level: str = "all"
+    seed: int = 0
+    class_name: str = "Tensor"
+    specs: tuple[Path, ...] = ()
+    """Spec folders or files; empty means the shipped library."""
+    rubric: Path | None = None
+    max_examples: int = 200
+    """Hypothesis examples for the core property check (the others draw a share of it)."""
+    time_limit: float = 600.0
+    """Seconds for the whole submission; checks left when it runs out are skipped."""
+    memory_mb: int = 2048
+
+
+@dataclass(frozen=True)
+class PlannedCheck:
+    id: str
+    level: str
+    concept: str
+    title: str
+    hint: str | None
+    requires: frozenset[str]
+    timeout: float
+    run: Callable[[Any], None]
+
+
+def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
+    """Every check this grade will consider, in order: targeted checks, spec cases, properties."""
+    import harness.properties  # noqa: F401  -- registers the property checks
+    from harness.checks import CHECKS
+    from harness.specs import DEFAULT_SPECS_DIR, load_cases
+
+    plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run) for c in CHECKS]
+    for case in load_cases(list(options.specs) or [DEFAULT_SPECS_DIR]):
+        plan.append(PlannedCheck(
+            f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
+            frozenset(case.requirements), 30.0, _spec_runner(case),
+        ))
+    order = {level: i for i, level in enumerate(LEVELS)}
+    plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
+    if options.level != "all":
+        plan = [c for c in plan if c.level == options.level]
+    return plan
+
+
+def _spec_runner(case: Any) -> Callable[[Any], None]:
+    def run(ctx: Any) -> None:
+        ctx.expect(case.program, tolerance=case.tolerance, hint=case.hint, expected=case.expected)
+
+    return run
+
+
+def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox | None = None) -> Report:
+    """Grade one submission file. Raises HarnessError for bad input to the grader itself."""
+    started = time.perf_counter()
+    path = Path(path)
+    if options.level not in (*LEVELS, "all"):
+        raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
+    if not path.is_file():
+        raise HarnessError(f"{path}: no such file")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{path}: cannot read the submission: {exc}") from None
+    rubric = load_rubric(options.rubric)
+    own_sandbox = sandbox is None
+    sandbox = sandbox or Sandbox.launch(Limits(memory_mb=options.memory_mb))
+    try:
+        plan = planned_checks(options)
+        timings = {"setup": time.perf_counter() - started}
+        return _grade(path, source, options, rubric, plan, sandbox, started, timings)
+    finally:
+        if own_sandbox:
+            sandbox.close()
+
+
+def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
+           sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
+    from harness.context import CandidateError, CandidateTimeout, Context, Failed
+
+    static = scan(source, str(path))
+    module_name = path.stem if path.stem.isidentifier() else "solution"
+    ctx = Context(sandbox, path, options.class_name, module_name)
+    ctx.seed, ctx.max_examples = options.seed, options.max_examples
+    t0 = time.perf_counter()
+    try:
+        hello = ctx.worker().hello
+    except (CandidateError, CandidateTimeout) as exc:
+        status = "timeout" if isinstance(exc, CandidateTimeout) else "error"
+        ctx.retire()
+        return _report(path, status, exc.message, [], rubric, options, static, ctx, timings)
+    timings["import"] = time.perf_counter() - t0
+    if not hello.get("has_class"):
+        ctx.retire()
+        return _report(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
+                       options, static, ctx, timings)
+    ctx.members = set(hello.get("members", []))
+    features = hello.get("features", {})
+
+    results: list[CheckResult] = []
+    deadline = started + options.time_limit
+    for planned in plan:
+        base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
+        missing = _missing(planned.requires, ctx.members, features, options.class_name)
+        if missing:
+            results.append(CheckResult(**base, outcome="not_attempted", message=f"not attempted: {missing}"))
+            continue
+        if time.perf_counter() > deadline:
+            results.append(CheckResult(**base, outcome="skipped",
+                                       message=f"skipped: the submission's time limit ({options.time_limit:g} s) ran out"))
+            continue
+        ctx.fresh()
+        t = time.perf_counter()
+        outcome, message, details = "passed", "", {}
+        try:
+            planned.run(ctx)
+        except Failed as exc:
+            outcome, message, details = "failed", exc.message, exc.details
+        except CandidateTimeout as exc:
+            outcome, message, details = "timeout", exc.message, exc.details
+        except CandidateError as exc:
+            outcome, message, details = "error", exc.message, exc.details
+        except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
+            outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
+        if outcome != "passed" and planned.hint and "hint" not in details:
+            details = {**details, "hint": planned.hint}
+        elapsed = time.perf_counter() - t
+        timings[planned.id] = elapsed
+        results.append(CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed))
+    ctx.retire()
+    timings["total"] = time.perf_counter() - started
+    return _report(path, "graded", "", results, rubric, options, static, ctx, timings)
+
+
+_FEATURES = {
+    "broadcasting": ("broadcast_forward", "adding tensors of shapes (2, 2) and (2,) raises in forward"),
+    "upstream": ("backward_takes_grad", "backward() takes no gradient argument"),
+    "numbers": ("number_forward", "a Python number as an operand (a + 1, 2 * a) raises"),
+    "no_grad": ("no_grad", "the module defines no no_grad()"),
+}
+
+
+def _missing(requires: frozenset[str], members: set[str], features: dict[str, Any], class_name: str) -> str | None:
+    for need in sorted(requires):
+        if need.startswith("feature:"):
+            name = need.removeprefix("feature:")
+            if name in _FEATURES and not features.get(_FEATURES[name][0]):
+                return _FEATURES[name][1]
+        elif need not in members:
+            return f"{class_name} has no {need}"
+    return None
+
+
+def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
+            options: GradeOptions, static: list[str], ctx: Any, timings: dict[str, float]) -> Report:
+    violations = tuple(static) + tuple(f"at run time: {v}" for v in ctx.violations)
+    if violations and status == "graded":
+        status = "integrity_violation"
+    points = rubric.allot([(r.id, r.level) for r in results])
+    scored = []
+    for r in results:
+        earned = points[r.id] if r.outcome == "passed" and status == "graded" else 0.0
+        scored.append(CheckResult(r.id, r.level, r.concept, r.title, r.outcome, r.message, earned, points[r.id],
+                                  r.details, r.seconds))
+    levels_used = LEVELS if options.level == "all" else (options.level,)
+    levels = {
+        level: {"score": sum(r.points for r in scored if r.level == level),
+                "max_score": rubric.levels.get(level, 0.0)}
+        for level in levels_used
+    }
+    core = levels.get("core")
+    interview = {}
+    if core is not None:
+        bar = rubric.interview_bar * core["max_score"]
+        interview = {"passed": status == "graded" and core["score"] >= bar - 1e-9, "bar": round(bar, 2),
+                     "core_score": round(core["score"], 2)}
+    return Report(
+        file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
+        max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
+        integrity_violations=violations, message=message, seed=options.seed, interview=interview,
+        output=dict(ctx.output), timings=dict(timings), grader_version=__version__,
+    )

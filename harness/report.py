@@ -1,0 +1,81 @@
+"""What a grade produces: check results, the report, and the exit code it implies."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+__all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code"]
+
+OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
+STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    level: str
+    concept: str
+    title: str
+    outcome: str
+    message: str = ""
+    points: float = 0.0
+    max_points: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+    """Worst element, snippet, hint, seed, timings: whatever explains the outcome."""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["points"] = round(self.points, 2)
+        out["max_points"] = round(self.max_points, 2)
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+@dataclass(frozen=True)
+class Report:
+    file: str
+    status: str
+    score: float
+    max_score: float
+    levels: dict[str, dict[str, float]]
+    checks: tuple[CheckResult, ...]
+    integrity_violations: tuple[str, ...] = ()
+    message: str = ""
+    """Why a submission could not be graded (status error/timeout)."""
+    seed: int = 0
+    interview: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    grader_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report. The fields of the published contract always exist; others may be added."""
+        return {
+            "file": self.file,
+            "status": self.status,
+            "message": self.message,
+            "score": round(self.score, 2),
+            "max_score": round(self.max_score, 2),
+            "levels": {k: {"score": round(v["score"], 2), "max_score": round(v["max_score"], 2)}
+                       for k, v in self.levels.items()},
+            "interview": self.interview,
+            "checks": [c.to_dict() for c in self.checks],
+            "integrity": {"violations": list(self.integrity_violations)},
+            "seed": self.seed,
+            "output": self.output,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "grader_version": self.grader_version,
+        }
+
+
+def exit_code(report: Report) -> int:
+    """0 every attempted check passed; 1 some check failed; 3 not gradable; 4 integrity violation."""
+    if report.status == "integrity_violation":
+        return 4
+    if report.status in ("error", "timeout"):
+        return 3
+    if any(c.outcome in ("failed", "error", "timeout") for c in report.checks):
+        return 1
+    return 0

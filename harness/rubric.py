@@ -1,0 +1,78 @@
+"""The rubric: how many points each check is worth. Data, not code."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from harness.errors import HarnessError
+from harness.ops import LEVELS
+
+__all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
+
+DEFAULT_RUBRIC = "rubric.yaml"
+
+
+@dataclass(frozen=True)
+class Rubric:
+    levels: Mapping[str, float]
+    weights: Sequence[tuple[str, float]]
+    interview_bar: float
+
+    def weight(self, check_id: str) -> float:
+        return next((w for pattern, w in self.weights if fnmatch.fnmatchcase(check_id, pattern)), 1.0)
+
+    def allot(self, checks: Sequence[tuple[str, str]]) -> dict[str, float]:
+        """Points per check id, given (id, level) pairs: each level's points shared by weight."""
+        points: dict[str, float] = {}
+        for level in LEVELS:
+            ids = [cid for cid, lvl in checks if lvl == level]
+            total = sum(self.weight(cid) for cid in ids)
+            for cid in ids:
+                points[cid] = self.levels.get(level, 0.0) * self.weight(cid) / total if total else 0.0
+        return points
+
+
+def load_rubric(path: Path | None = None) -> Rubric:
+    if path is None:
+        text = resources.files("harness").joinpath("data", DEFAULT_RUBRIC).read_text()
+        where = "the default rubric"
+    else:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise HarnessError(f"{path}: cannot read the rubric: {exc.strerror}") from None
+        where = str(path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise HarnessError(f"{where}{line}: not valid YAML") from None
+    return _parse(data, where)
+
+
+def _parse(data: Any, where: str) -> Rubric:
+    if not isinstance(data, dict):
+        raise HarnessError(f"{where}: a rubric is a mapping with 'levels', 'weights' and 'interview_bar'")
+    unknown = set(data) - {"levels", "weights", "interview_bar"}
+    if unknown:
+        raise HarnessError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: levels, weights, interview_bar)")
+    levels = data.get("levels") or {}
+    if not isinstance(levels, dict) or set(levels) - set(LEVELS):
+        raise HarnessError(f"{where}: 'levels' maps {', '.join(LEVELS)} to points")
+    weights = data.get("weights") or {}
+    if not isinstance(weights, dict):
+        raise HarnessError(f"{where}: 'weights' maps check ids or patterns to numbers")
+    for key, value in [*levels.items(), *weights.items()]:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise HarnessError(f"{where}: {key!r} must be a non-negative number, got {value!r}")
+    bar = data.get("interview_bar", 0.8)
+    if not isinstance(bar, (int, float)) or not 0 <= bar <= 1:
+        raise HarnessError(f"{where}: 'interview_bar' must be a fraction between 0 and 1")
+    return Rubric({k: float(v) for k, v in levels.items()}, [(str(k), float(v)) for k, v in weights.items()], float(bar))
