@@ -1,0 +1,119 @@
+"""The command line: options reach the grader, reports are rendered, exit codes follow the contract."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import harness.grade
+from harness.cli import main
+from harness.report import CheckResult, Report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _report(outcome: str = "passed", status: str = "graded") -> Report:
+    check = CheckResult("core.accumulation", "core", "accumulation", "reuse accumulates", outcome,
+                        "" if outcome == "passed" else "a.grad differs", 10.0 if outcome == "passed" else 0.0, 10.0)
+    return Report(file="s.py", status=status, score=check.points, max_score=10.0,
+                  levels={"core": {"score": check.points, "max_score": 10.0}}, checks=(check,),
+                  integrity_violations=("line 3: uses torch.autograd",) if status == "integrity_violation" else ())
+
+
+@pytest.fixture
+def invoke():
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def submission(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text("class Tensor: pass\n")
+    return path
+
+
+@pytest.mark.parametrize("outcome, status, code", [
+    ("passed", "graded", 0), ("failed", "graded", 1), ("error", "graded", 1), ("timeout", "graded", 1),
+    ("not_attempted", "graded", 0), ("passed", "error", 3), ("passed", "timeout", 3),
+    ("passed", "integrity_violation", 4),
+])
+def test_exit_code_follows_the_report(monkeypatch, invoke, submission, outcome, status, code):
+    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report(outcome, status))
+    assert invoke(submission, "--format", "json").exit_code == code
+
+
+def test_options_reach_the_grader(monkeypatch, invoke, submission, tmp_path):
+    seen = {}
+
+    def fake(path, options, sandbox):
+        seen.update(path=path, options=options)
+        return _report()
+
+    monkeypatch.setattr(harness.grade, "grade", fake)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    result = invoke(submission, "--level", "core", "--seed", "7", "--class-name", "Value", "--specs", specs,
+                    "--max-examples", "30")
+    assert result.exit_code == 0
+    options = seen["options"]
+    assert (seen["path"], options.level, options.seed, options.class_name, options.specs, options.max_examples) == (
+        submission, "core", 7, "Value", (specs,), 30)
+
+
+def test_json_has_the_contract_fields(monkeypatch, invoke, submission):
+    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report("failed"))
+    data = json.loads(invoke(submission, "--format", "json").stdout)
+    assert {"status", "score", "max_score", "levels", "checks", "integrity"} <= set(data)
+    assert set(data["checks"][0]) >= {"id", "level", "concept", "outcome", "points", "max_points", "message"}
+    assert data["integrity"] == {"violations": []}
+
+
+def test_text_report_ends_with_the_scores(monkeypatch, invoke, submission):
+    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report("failed"))
+    lines = invoke(submission).stdout.splitlines()
+    assert "FAIL core.accumulation" in "\n".join(lines)
+    assert lines[-1].startswith("score 0.0/10.0  [graded]")
+
+
+def test_markdown_report_is_a_table(monkeypatch, invoke, submission):
+    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report("failed"))
+    out = invoke(submission, "--format", "markdown").stdout
+    assert "| core | `core.accumulation` | failed | 0.0/10.0 | a.grad differs |" in out
+
+
+def test_a_missing_file_is_a_usage_error(invoke, tmp_path):
+    result = invoke(tmp_path / "nope.py")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {tmp_path / 'nope.py'}: no such file\n"
+
+
+def test_a_bad_rubric_is_a_one_line_error(invoke, submission, tmp_path):
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text("levels: {core: 10}\nbonus: 3\n")
+    result = invoke(submission, "--rubric", rubric)
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {rubric}: unknown key 'bonus' (allowed: levels, weights, interview_bar)\n")
+
+
+def test_init_writes_the_template_once(invoke, tmp_path):
+    target = tmp_path / "solution.py"
+    first = invoke("init", target)
+    assert first.exit_code == 0 and target.read_text().startswith('"""')
+    second = invoke("init", target)
+    assert second.exit_code == 2
+    assert second.stderr == f"error: {target}: already exists; not overwriting it\n"
+
+
+def test_grading_the_reference_core_for_real(invoke):
+    result = invoke(ROOT / "reference" / "engine.py", "--level", "core", "--format", "json", "--max-examples", "25")
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0, [c for c in data["checks"] if c["outcome"] != "passed"]
+    assert data["status"] == "graded"
+    assert data["score"] == data["max_score"] == data["levels"]["core"]["max_score"]
+    assert data["interview"]["passed"] is True
