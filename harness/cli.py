@@ -132,3 +132,7 @@ def _fail(message: str) -> None:
 
 
 main.add_command(spec)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,6 +7,7 @@ comparisons with torch) are made here, in the grader's process.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,25 +81,68 @@ def describe_error(error: dict[str, Any]) -> str:
     return f"{text} [in {where}]" if where else text
 
 
+class Shared:
+    """What every lane of one grade shares: violations, output, and the time budgets."""
+
+    TIMEOUT_BUDGET = 30.0
+    """Seconds of timed-out requests after which the remaining checks are skipped."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.violations: list[str] = []
+        self.output: dict[str, str] = {"stdout": "", "stderr": ""}
+        self.timeouts = 0
+        self.timeout_seconds = 0.0
+        self.lock = threading.Lock()
+
+    def why_skip(self) -> str | None:
+        if time.perf_counter() > self.deadline:
+            return "the submission's time limit ran out"
+        if self.timeout_seconds >= self.TIMEOUT_BUDGET:
+            return (f"the submission timed out {self.timeouts} times ({self.timeout_seconds:.0f} s in all); "
+                    "the remaining checks were not run")
+        return None
+
+    def add_violations(self, found: Sequence[str]) -> None:
+        with self.lock:
+            self.violations.extend(v for v in found if v not in self.violations)
+
+    def add_output(self, streams: dict[str, str]) -> None:
+        with self.lock:
+            for stream, text in streams.items():
+                if text and len(self.output[stream]) < 8000:
+                    self.output[stream] += text
+
+    def add_timeout(self, seconds: float) -> None:
+        with self.lock:
+            self.timeouts += 1
+            self.timeout_seconds += seconds
+
+
 class Context:
     """One submission in one sandbox. Checks call ``run``/``probe``; workers are forked as needed."""
 
-    def __init__(self, sandbox: Sandbox, path: Path, class_name: str, module_name: str) -> None:
+    def __init__(self, sandbox: Sandbox, path: Path, class_name: str, module_name: str, shared: Shared) -> None:
         self.sandbox = sandbox
         self.path = path
         self.class_name = class_name
         self.module_name = module_name
+        self.shared = shared
         self._worker: Worker | None = None
-        self.violations: list[str] = []
-        self.output: dict[str, str] = {"stdout": "", "stderr": ""}
+        self._isolated = True
+        self.check_deadline = float("inf")
         self.members: set[str] = set()
         self.seed = 0
         self.max_examples = 200
 
     # ---- worker lifecycle: a fresh worker per check keeps checks independent ----
 
-    def fresh(self) -> None:
-        self.retire()
+    def begin(self, check_deadline: float = float("inf"), fresh: bool = True) -> None:
+        """Start a check with its own deadline; ``fresh`` gives it a new worker, so no state leaks into it."""
+        if fresh or self._isolated:
+            self.retire()
+        self._isolated = fresh
+        self.check_deadline = check_deadline
 
     def retire(self) -> None:
         if self._worker is not None:
@@ -107,9 +151,7 @@ class Context:
             self._worker = None
 
     def _collect_output(self, worker: Worker) -> None:
-        for stream, text in worker.output().items():
-            if text and len(self.output[stream]) < 8000:
-                self.output[stream] += text
+        self.shared.add_output(worker.output())
 
     def worker(self) -> Worker:
         if self._worker is None or not self._worker.alive:
@@ -122,16 +164,21 @@ class Context:
             except WorkerDied as exc:
                 raise CandidateError(f"importing the submission: {exc}") from None
             hello = self._worker.hello
-            self.violations.extend(v for v in hello.get("violations", []) if v not in self.violations)
+            self.shared.add_violations(hello.get("violations", []))
             if hello.get("kind") == "import_error":
                 raise CandidateError(f"importing the submission raised {describe_error(hello['error'])}")
         return self._worker
 
     def request(self, payload: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+        remaining = self.check_deadline - time.perf_counter()
+        if remaining <= 0:
+            raise CandidateTimeout(f"{what}: the check's time limit ran out")
+        timeout = min(timeout, remaining)
         worker = self.worker()
         try:
             reply = worker.request(payload, timeout)
         except WorkerTimeout:
+            self.shared.add_timeout(timeout)
             raise CandidateTimeout(f"{what}: no answer within {timeout:g} s (the process was killed)") from None
         except WorkerDied as exc:
             raise CandidateError(f"{what}: {exc}") from None
@@ -139,7 +186,7 @@ class Context:
         for name, grad in (reply.get("grads") or {}).items():
             if isinstance(grad, dict) and grad.get("autograd"):
                 found.append(f"{name}.grad carries torch autograd history (requires_grad or grad_fn)")
-        self.violations.extend(v for v in found if v not in self.violations)
+        self.shared.add_violations(found)
         return reply
 
     # ---- programs ----

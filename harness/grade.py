@@ -8,6 +8,7 @@ renderers turn into text, JSON or Markdown.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -48,6 +49,9 @@ class PlannedCheck:
     requires: frozenset[str]
     timeout: float
     run: Callable[[Any], None]
+    isolated: bool = True
+    """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
+    a worker per case would cost more than the cases themselves."""
 
 
 def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
@@ -60,7 +64,7 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     for case in load_cases(list(options.specs) or [DEFAULT_SPECS_DIR]):
         plan.append(PlannedCheck(
             f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
-            frozenset(case.requirements), 30.0, _spec_runner(case),
+            frozenset(case.requirements), 30.0, _spec_runner(case), isolated=False,
         ))
     order = {level: i for i, level in enumerate(LEVELS)}
     plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
@@ -102,60 +106,89 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
 
 def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
-    from harness.context import CandidateError, CandidateTimeout, Context, Failed
+    from harness.context import CandidateError, CandidateTimeout, Context, Shared
 
     static = scan(source, str(path))
     module_name = path.stem if path.stem.isidentifier() else "solution"
-    ctx = Context(sandbox, path, options.class_name, module_name)
-    ctx.seed, ctx.max_examples = options.seed, options.max_examples
+    shared = Shared(deadline=started + options.time_limit)
+
+    def new_context() -> Context:
+        ctx = Context(sandbox, path, options.class_name, module_name, shared)
+        ctx.seed, ctx.max_examples = options.seed, options.max_examples
+        return ctx
+
+    ctx = new_context()
     t0 = time.perf_counter()
     try:
         hello = ctx.worker().hello
     except (CandidateError, CandidateTimeout) as exc:
         status = "timeout" if isinstance(exc, CandidateTimeout) else "error"
         ctx.retire()
-        return _report(path, status, exc.message, [], rubric, options, static, ctx, timings)
+        return _report(path, status, exc.message, [], rubric, options, static, shared, timings)
     timings["import"] = time.perf_counter() - t0
+    ctx.retire()
     if not hello.get("has_class"):
-        ctx.retire()
         return _report(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
-                       options, static, ctx, timings)
-    ctx.members = set(hello.get("members", []))
+                       options, static, shared, timings)
+    members = set(hello.get("members", []))
     features = hello.get("features", {})
 
-    results: list[CheckResult] = []
-    deadline = started + options.time_limit
+    results: dict[str, CheckResult] = {}
+    runnable: list[PlannedCheck] = []
     for planned in plan:
-        base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
-        missing = _missing(planned.requires, ctx.members, features, options.class_name)
+        missing = _missing(planned.requires, members, features, options.class_name)
         if missing:
-            results.append(CheckResult(**base, outcome="not_attempted", message=f"not attempted: {missing}"))
-            continue
-        if time.perf_counter() > deadline:
-            results.append(CheckResult(**base, outcome="skipped",
-                                       message=f"skipped: the submission's time limit ({options.time_limit:g} s) ran out"))
-            continue
-        ctx.fresh()
-        t = time.perf_counter()
-        outcome, message, details = "passed", "", {}
+            results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
+                                              "not_attempted", f"not attempted: {missing}")
+        else:
+            runnable.append(planned)
+
+    # Two lanes, one worker each, use both cores: hypothesis searches in one (it is not
+    # thread-safe, so never in two), every other check in the other.
+    lanes = [[c for c in runnable if c.run.__module__ == "harness.properties"],
+             [c for c in runnable if c.run.__module__ != "harness.properties"]]
+
+    def run_lane(lane: list[PlannedCheck]) -> None:
+        lane_ctx = new_context()
+        lane_ctx.members = members
         try:
-            planned.run(ctx)
-        except Failed as exc:
-            outcome, message, details = "failed", exc.message, exc.details
-        except CandidateTimeout as exc:
-            outcome, message, details = "timeout", exc.message, exc.details
-        except CandidateError as exc:
-            outcome, message, details = "error", exc.message, exc.details
-        except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
-            outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
-        if outcome != "passed" and planned.hint and "hint" not in details:
-            details = {**details, "hint": planned.hint}
-        elapsed = time.perf_counter() - t
-        timings[planned.id] = elapsed
-        results.append(CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed))
-    ctx.retire()
+            for planned in lane:
+                results[planned.id] = _run_check(planned, lane_ctx, options, timings)
+        finally:
+            lane_ctx.retire()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for future in [pool.submit(run_lane, lane) for lane in lanes if lane]:
+            future.result()
     timings["total"] = time.perf_counter() - started
-    return _report(path, "graded", "", results, rubric, options, static, ctx, timings)
+    return _report(path, "graded", "", [results[c.id] for c in plan], rubric, options, static, shared, timings)
+
+
+def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
+    from harness.context import CandidateError, CandidateTimeout, Failed
+
+    base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
+    skip = ctx.shared.why_skip()
+    if skip:
+        return CheckResult(**base, outcome="skipped", message=f"skipped: {skip}")
+    ctx.begin(time.perf_counter() + planned.timeout, fresh=planned.isolated)
+    t = time.perf_counter()
+    outcome, message, details = "passed", "", {}
+    try:
+        planned.run(ctx)
+    except Failed as exc:
+        outcome, message, details = "failed", exc.message, exc.details
+    except CandidateTimeout as exc:
+        outcome, message, details = "timeout", exc.message, exc.details
+    except CandidateError as exc:
+        outcome, message, details = "error", exc.message, exc.details
+    except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
+        outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
+    if outcome != "passed" and planned.hint and "hint" not in details:
+        details = {**details, "hint": planned.hint}
+    elapsed = time.perf_counter() - t
+    timings[planned.id] = elapsed
+    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed)
 
 
 _FEATURES = {
@@ -178,8 +211,8 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
-            options: GradeOptions, static: list[str], ctx: Any, timings: dict[str, float]) -> Report:
-    violations = tuple(static) + tuple(f"at run time: {v}" for v in ctx.violations)
+            options: GradeOptions, static: list[str], shared: Any, timings: dict[str, float]) -> Report:
+    violations = tuple(static) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
     points = rubric.allot([(r.id, r.level) for r in results])
@@ -204,5 +237,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
         max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
-        output=dict(ctx.output), timings=dict(timings), grader_version=__version__,
+        output=dict(shared.output), timings=dict(timings), grader_version=__version__,
     )

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,7 @@ class Sandbox:
         self._control: socket.socket | None = None
         self._workers: list[Worker] = []
         self._count = 0
+        self._lock = threading.Lock()  # one fork-and-connect at a time: the channels are shared
 
     @classmethod
     def launch(cls, limits: Limits = Limits()) -> Sandbox:
@@ -153,27 +155,28 @@ class Sandbox:
         Raises WorkerDied or WorkerTimeout when the import itself fails that way;
         an exception raised by the submission's code comes back in the hello.
         """
-        control = self._connect()
-        self._count += 1
-        workdir = self.dir / f"w{self._count}"
-        workdir.mkdir()
-        token = secrets.token_hex(16)
-        send_message(control, {
-            "path": str(Path(path).resolve()), "class_name": class_name, "workdir": str(workdir),
-            "data_path": self._data_path, "token": token, "memory_mb": self.limits.memory_mb,
-        })
-        pid = int(recv_message(control)["pid"])
-        self._data_listener.settimeout(self.limits.start_seconds)
-        try:
-            sock, _ = self._data_listener.accept()
-            sock.settimeout(5)
-            if _recv_exactly(sock, len(token)) != token.encode():
-                raise OSError("bad token")
-        except (OSError, socket.timeout):
-            _kill_tree(pid)
-            raise WorkerDied("the worker did not connect") from None
-        worker = Worker(pid, sock, workdir, {})
-        self._workers.append(worker)
+        with self._lock:
+            control = self._connect()
+            self._count += 1
+            workdir = self.dir / f"w{self._count}"
+            workdir.mkdir()
+            token = secrets.token_hex(16)
+            send_message(control, {
+                "path": str(Path(path).resolve()), "class_name": class_name, "workdir": str(workdir),
+                "data_path": self._data_path, "token": token, "memory_mb": self.limits.memory_mb,
+            })
+            pid = int(recv_message(control)["pid"])
+            self._data_listener.settimeout(self.limits.start_seconds)
+            try:
+                sock, _ = self._data_listener.accept()
+                sock.settimeout(5)
+                if _recv_exactly(sock, len(token)) != token.encode():
+                    raise OSError("bad token")
+            except (OSError, socket.timeout):
+                _kill_tree(pid)
+                raise WorkerDied("the worker did not connect") from None
+            worker = Worker(pid, sock, workdir, {})
+            self._workers.append(worker)
         try:
             sock.settimeout(self.limits.import_seconds)
             hello = recv_message(sock)
