@@ -183,6 +183,8 @@ class Evaluator:
                             results[step["name"]] = OPS[step["op"]].apply_candidate(operands, params)
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
+                if not wire.get("backward", True):
+                    continue  # nothing requires grad: torch would refuse backward too
                 out = results[wire["output"]]
                 upstream = None if wire.get("upstream") is None else decode_tensor(wire["upstream"])
                 t0 = time.perf_counter()

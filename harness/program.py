@@ -85,6 +85,14 @@ class Program:
     def leaf(self, name: str) -> Leaf:
         return next(leaf for leaf in self.leaves if leaf.name == name)
 
+    def output_requires_grad(self) -> bool:
+        """Whether any leaf that requires grad reaches the output: only then is backward called."""
+        tracked = {leaf.name for leaf in self.leaves if leaf.requires_grad and not leaf.raw}
+        for step in self.steps:
+            if any(isinstance(a, str) and a in tracked for a in step.args):
+                tracked.add(step.name)
+        return self.output in tracked
+
     def ops_used(self) -> set[str]:
         return {step.op for step in self.steps}
 
@@ -211,6 +219,7 @@ class Program:
             "output": self.output,
             "upstream": None if self.upstream is None else encode_tensor(self.upstream),
             "passes": self.passes,
+            "backward": self.output_requires_grad(),
         }
 
     @classmethod
@@ -224,7 +233,7 @@ class Program:
         return cls(leaves, steps, wire["output"], upstream, int(wire.get("passes", 1)))
 
     def snippet(self, module: str = "solution", class_name: str = "Tensor") -> str:
-        """Runnable Python that builds this graph with the candidate's class and compares with torch."""
+        """Runnable Python that builds this graph with the candidate's class and prints got vs expected."""
         lines = ["import torch", f"from {module} import {class_name}", ""]
         for leaf in self.leaves:
             literal = _tensor_literal(leaf.value)
@@ -233,16 +242,25 @@ class Program:
             else:
                 rg = ", requires_grad=True" if leaf.requires_grad else ""
                 lines.append(f"{leaf.name} = {class_name}({literal}{rg})")
+        body = []
         for step in self.steps:
             args = [a if isinstance(a, str) else repr(a) for a in step.args]
-            lines.append(f"{step.name} = {step.spec.render(args, step.param_dict())}")
+            body.append(f"{step.name} = {step.spec.render(args, step.param_dict())}")
+        if self.output_requires_grad():
+            upstream = "" if self.upstream is None else _tensor_literal(self.upstream)
+            body.append(f"{self.output}.backward({upstream})")
         if self.passes > 1:
-            lines.append("# the same forward pass is run again and backward() called a second time")
-        upstream = "" if self.upstream is None else _tensor_literal(self.upstream)
-        lines.append(f"{self.output}.backward({upstream})")
+            lines.append(f"for _ in range({self.passes}):  # forward and backward, {self.passes} times")
+            body = ["    " + line for line in body]
+        lines += body
+        expected = self.run_torch()
+        lines.append(f"print('{self.output}:', {self.output}.data, 'expected:', "
+                     f"{_tensor_literal(expected.values[self.output])})")
         for leaf in self.leaves:
-            if not leaf.raw and leaf.requires_grad:
-                lines.append(f"print({leaf.name!r}, {leaf.name}.grad)")
+            if not leaf.raw:
+                want = expected.grads[leaf.name]
+                literal = "None" if want is None else _tensor_literal(want)
+                lines.append(f"print('{leaf.name}.grad:', {leaf.name}.grad, 'expected:', {literal})")
         return "\n".join(lines)
 
     def expression(self) -> str:
