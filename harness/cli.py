@@ -16,7 +16,6 @@ import click
 
 from harness import __version__
 from harness.errors import HarnessError
-from harness.spec_commands import spec
 
 FORMATS = ("text", "json", "markdown")
 LEVEL_CHOICES = ("core", "followups", "extensions", "all")
@@ -25,10 +24,24 @@ LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
+    LAZY = {"spec": ("harness.spec_commands", "spec")}
+    """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):
             args = ["file", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY:
+            import importlib
+
+            module, attr = self.LAZY[name]
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
 
 
 @click.group(cls=_GradeGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -130,8 +143,6 @@ def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
-
-main.add_command(spec)
 
 
 if __name__ == "__main__":
