@@ -212,7 +212,7 @@ def backward_is_linear(ctx: Context) -> None:
     for width in (2048, 8192):
         program = _wide_tree(width)
         expected_grad = 2.0 * width
-        obs = ctx.run(program, timeout=40.0, observe="output")
+        obs = ctx.run(program, timeout=40.0, observe="output", guard=False)
         if obs.error is not None:
             raise CandidateError(describe_error(obs.error))
         grad = obs.grads.get("x")

@@ -191,9 +191,9 @@ class Context:
 
     # ---- programs ----
 
-    def run(self, program: Program, *, timeout: float = 10.0, observe: str = "all") -> Observation:
+    def run(self, program: Program, *, timeout: float = 10.0, observe: str = "all", guard: bool = True) -> Observation:
         started = time.perf_counter()
-        reply = self.request({"kind": "run", "program": program.to_wire(), "observe": observe}, timeout,
+        reply = self.request({"kind": "run", "program": program.to_wire(), "observe": observe, "guard": guard}, timeout,
                              f"running {program.expression()[:80]}")
         return Observation(
             values={k: _decode(v) for k, v in reply.get("values", {}).items()},
