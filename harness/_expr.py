@@ -20,7 +20,7 @@ from typing import Any, Callable, Collection, Final, Mapping
 
 import torch
 
-from harness.ops import OPS, OpSpec, check_operands
+from harness.ops import OPS, OpSpec, checked_apply
 from harness.program import Step
 
 __all__ = ["ExprError", "BuiltStep", "compile_expression", "operator_symbols", "method_names"]
@@ -408,10 +408,9 @@ class _Compiler:
         value = None
         if self.compute:
             values = [self.scope[a] if isinstance(a, str) else a for a in args]
-            message = check_operands(spec, values, params)
+            message, value = checked_apply(spec, values, params)
             if message is not None:
                 raise ExprError(f"`{source}`: {message}", at)
-            value = spec.apply_torch(values, params)
         step = Step(name or self.fresh(), spec.name, args, tuple(params.items()))
         self.scope[step.name] = value
         self.built.append(BuiltStep(step, value, at, source))

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-from harness.ops import OPS, OpSpec, check_operands, needs_broadcasting, op
+from harness.ops import OPS, OpSpec, checked_apply, needs_broadcasting, op
 
 __all__ = ["Leaf", "Step", "Program", "ProgramError", "encode_tensor", "decode_tensor", "DTYPES"]
 
@@ -98,6 +98,10 @@ class Program:
 
     def validate(self) -> None:
         """Raise ProgramError unless every name is defined before use and every op's operands are valid."""
+        # A frozen program validates the same way every time; the checked values are
+        # kept so requirements() need not run the ops again.
+        if "_checked_values" in self.__dict__:
+            return
         seen: dict[str, torch.Tensor] = {}
         for leaf in self.leaves:
             if leaf.name in seen:
@@ -118,10 +122,10 @@ class Program:
                     operands.append(seen[arg])
                 else:
                     operands.append(arg)
-            message = check_operands(step.spec, operands, step.param_dict())
+            message, value = checked_apply(step.spec, operands, step.param_dict())
             if message is not None:
                 raise ProgramError(f"{step.name} = {step.spec.render([str(a) for a in step.args], step.param_dict())}: {message}")
-            seen[step.name] = step.spec.apply_torch(operands, step.param_dict())
+            seen[step.name] = value
         if self.output not in seen:
             raise ProgramError(f"output {self.output!r} is not defined")
         out = seen[self.output]
@@ -135,6 +139,7 @@ class Program:
             )
         if self.passes not in (1, 2):
             raise ProgramError("passes must be 1 or 2")
+        object.__setattr__(self, "_checked_values", seen)
 
     def requirements(self) -> set[str]:
         """Contract members and follow-up features a candidate needs to run this program.
@@ -142,7 +147,13 @@ class Program:
         Members are attribute names (``__add__``, ``relu``); features are
         ``feature:<name>`` strings (broadcasting, upstream, passes, numbers).
         """
+        if "_requirements" not in self.__dict__:
+            object.__setattr__(self, "_requirements", frozenset(self._requirements_uncached()))
+        return set(self.__dict__["_requirements"])
+
+    def _requirements_uncached(self) -> set[str]:
         needs: set[str] = {"backward"}
+        checked: dict[str, torch.Tensor] | None = self.__dict__.get("_checked_values")
         values: dict[str, torch.Tensor] = {leaf.name: leaf.value.to(torch.float64) if not leaf.raw else leaf.value
                                            for leaf in self.leaves}
         for step in self.steps:
@@ -155,7 +166,10 @@ class Program:
                     needs.add({"add": "__radd__", "mul": "__rmul__", "sub": "__rsub__", "div": "__rtruediv__"}[step.op])
             if needs_broadcasting(spec, operands):
                 needs.add("feature:broadcasting")
-            values[step.name] = spec.apply_torch(operands, step.param_dict())
+            if checked is not None:
+                values[step.name] = checked[step.name]
+            else:
+                values[step.name] = spec.apply_torch(operands, step.param_dict())
         if self.upstream is not None:
             needs.add("feature:upstream")
         if self.passes > 1:
@@ -193,8 +207,10 @@ class Program:
                 values[step.name] = step.spec.apply_torch(operands, step.param_dict())
             out = values[self.output]
             if out.requires_grad:
-                upstream = None if self.upstream is None else self.upstream.to(torch.float64)
-                out.backward(upstream)
+                if self.upstream is None:
+                    out.backward()
+                else:
+                    _backward_with(out, self.upstream.to(torch.float64))
         for leaf in self.leaves:
             t = leaves[leaf.name]
             grads[leaf.name] = None if leaf.raw or t.grad is None else t.grad.detach()
@@ -269,6 +285,20 @@ class Program:
             f"{s.name} = {s.spec.render([a if isinstance(a, str) else repr(a) for a in s.args], s.param_dict())}"
             for s in self.steps
         )
+
+
+def _backward_with(out: torch.Tensor, upstream: torch.Tensor) -> None:
+    """``out.backward(upstream)``, computed as the backward of ``(out * upstream).sum()``.
+
+    The gradients are bit-for-bit the same (the sum passes 1.0 back, the product
+    turns it into ``1.0 * upstream``), but ``backward(gradient)`` imports sympy on
+    its first call in a process, which costs about a second.
+    """
+    if tuple(upstream.shape) != tuple(out.shape):  # the product would broadcast where backward refuses
+        raise RuntimeError(
+            f"Mismatch in shape: the upstream gradient has shape {tuple(upstream.shape)}, the output {tuple(out.shape)}"
+        )
+    (out * upstream).sum().backward()
 
 
 @dataclass
