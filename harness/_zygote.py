@@ -12,6 +12,7 @@ Run as ``python -m harness._zygote CONTROL_SOCKET``.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import resource
 import signal
@@ -22,11 +23,16 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 
 def main(control_path: str) -> None:
-    import torch  # noqa: F401  -- preloaded for every worker
+    import torch
+
+    # Submissions work on tiny tensors; one thread each keeps two workers from fighting
+    # over the machine's cores.
+    torch.set_num_threads(1)
 
     from harness import evaluator
     from harness._wire import recv_message, send_message
 
+    gc.freeze()  # torch's import objects are never garbage: keep collections in workers short
     # Orphaned descendants of a worker (a daemonised grandchild) reparent to us,
     # so the grader can still find and kill them.
     try:

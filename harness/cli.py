@@ -91,6 +91,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
         from harness.render import RENDERERS
         from harness.report import exit_code
 
+        _settle_after_imports()
+
         options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
                                max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb)
         colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -106,6 +108,21 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
             click.clear() if colour else click.echo("\n" + "=" * 60 + "\n")
     finally:
         sandbox.close()
+
+
+def _settle_after_imports() -> None:
+    """Tune the grader's own process once torch is imported.
+
+    Its tensors are tiny, so torch's thread pool only competes with the worker for the
+    cores; and freezing the objects of the imports keeps every later garbage
+    collection from scanning them again.
+    """
+    import gc
+
+    import torch
+
+    torch.set_num_threads(1)
+    gc.freeze()
 
 
 def _wait_for_change(path: Path) -> None:
