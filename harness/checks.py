@@ -209,23 +209,26 @@ def backward_is_linear(ctx: Context) -> None:
     Keep visited nodes in a set (keyed by id), not a list: membership tests must be O(1).
     """
     timings = []
-    for width in (2048, 8192):
+    for width, runs in ((1024, 2), (8192, 1)):
         program = _wide_tree(width)
         expected_grad = 2.0 * width
-        obs = ctx.run(program, timeout=40.0, observe="output", guard=False)
-        if obs.error is not None:
-            raise CandidateError(describe_error(obs.error))
-        grad = obs.grads.get("x")
-        if not isinstance(grad, torch.Tensor) or not torch.allclose(grad, torch.full_like(grad, expected_grad)):
-            raise Failed(f"on a wide graph of {len(program.steps)} nodes x.grad is {grad}, expected "
-                         f"{expected_grad:g} everywhere")
-        timings.append((len(program.steps), obs.raw.get("seconds", obs.seconds)))
+        best = float("inf")
+        for _ in range(runs):
+            obs = ctx.run(program, timeout=40.0, observe="output", guard=False)
+            if obs.error is not None:
+                raise CandidateError(describe_error(obs.error))
+            grad = obs.grads.get("x")
+            if not isinstance(grad, torch.Tensor) or not torch.allclose(grad, torch.full_like(grad, expected_grad)):
+                raise Failed(f"on a wide graph of {len(program.steps)} nodes x.grad is {grad}, expected "
+                             f"{expected_grad:g} everywhere")
+            best = min(best, float(obs.raw.get("backward_seconds", obs.seconds)))
+        timings.append((len(program.steps), best))
     (n1, t1), (n2, t2) = timings
     ratio = t2 / max(t1, 1e-3)
-    # Four times the nodes: a linear engine takes about four times as long, a quadratic one sixteen.
-    if ratio > 10 and t2 > 0.5:
-        raise Failed(f"{n2} nodes took {t2:.2f} s against {t1:.2f} s for {n1}: {ratio:.1f}x the time for 4x the "
-                     "nodes, so backward is not linear in the graph's size", timings=timings)
+    # Eight times the nodes: a linear backward takes about 8x as long, a quadratic one about 64x.
+    if ratio > 24 and t2 > 0.3:
+        raise Failed(f"backward over {n2} nodes took {t2:.2f} s against {t1:.3f} s for {n1}: {ratio:.0f}x the "
+                     "time for 8x the nodes, so backward is not linear in the graph's size", timings=timings)
 
 
 @check("core.inputs_unchanged", "core", "side_effects", requires=CORE_MEMBERS)
@@ -234,17 +237,25 @@ def inputs_unchanged(ctx: Context) -> None:
 
     Build new tensors for results and gradients instead of writing into an input's storage.
     """
-    p = _program({"x": (_A, True), "w": (_SQUARE, True), "b": (_B, True)}, [
-        ("h", "matmul", ["x", "w"]), ("g", "mul", ["h", "b"]), ("k", "add", ["g", "x"]),
-        ("r", "relu", ["k"]), ("y", "sum", ["r"]),
-    ])
-    obs = ctx.run(p)
-    if obs.error is not None:
-        raise CandidateError(describe_error(obs.error))
-    changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
-    if changed:
-        raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward", graph=p.expression(),
-                     snippet=p.snippet(ctx.module_name, ctx.class_name))
+    leaves = {"x": (_A, True), "w": (_SQUARE, True), "b": (_B, True)}
+    programs = [
+        # Every core op applied straight to leaves, so an op that writes into its input shows.
+        _program(leaves, [("r", "relu", ["x"]), ("y", "sum", ["r"])]),
+        _program(leaves, [("s", "add", ["x", "b"]), ("p", "mul", ["s", "b"]), ("y", "sum", ["p"])]),
+        _program(leaves, [("p", "mul", ["x", "b"]), ("y", "sum", ["p"])]),
+        _program(leaves, [("h", "matmul", ["x", "w"]), ("y", "sum", ["h"])]),
+        _program(leaves, [("y", "sum", ["x"])]),
+        _program(leaves, [("h", "matmul", ["x", "w"]), ("g", "mul", ["h", "b"]), ("k", "add", ["g", "x"]),
+                          ("r", "relu", ["k"]), ("y", "sum", ["r"])]),
+    ]
+    for p in programs:
+        obs = ctx.run(p)
+        if obs.error is not None:
+            raise CandidateError(describe_error(obs.error), graph=p.expression())
+        changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
+        if changed:
+            raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward of {p.expression()}",
+                         graph=p.expression(), snippet=p.snippet(ctx.module_name, ctx.class_name))
 
 
 # ---- follow-ups ----------------------------------------------------------------------

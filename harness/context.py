@@ -19,7 +19,7 @@ from harness.compare import DEFAULT_TOLERANCE, Mismatch, Tolerance, compare, tol
 from harness.program import Outcome, Program, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 
-__all__ = ["Context", "Observation", "Failed", "CandidateError", "CandidateTimeout", "Skip"]
+__all__ = ["Context", "Observation", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted"]
 
 
 class Failed(Exception):
@@ -47,8 +47,12 @@ class CandidateTimeout(Exception):
         self.details = details
 
 
-class Skip(Exception):
-    """The check does not apply (for example a feature the candidate did not attempt)."""
+class NotAttempted(Exception):
+    """The check does not apply: the candidate has nothing it could test."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 @dataclass
@@ -71,6 +75,19 @@ def _decode(wire: Any) -> Any:
     if isinstance(wire, dict) and "values" in wire:
         return decode_tensor(wire, "float64" if wire.get("dtype") not in ("int64",) else "int64")
     return wire
+
+
+def _unchanged(program: Program, after: dict[str, Any]) -> dict[str, bool]:
+    """Per leaf: is its .data after the run exactly what was sent? Judged here, not in the worker."""
+    out = {}
+    for leaf in program.leaves:
+        if leaf.raw or leaf.name not in after:
+            continue
+        got = _decode(after[leaf.name])
+        sent = leaf.value.to(torch.float64)
+        out[leaf.name] = isinstance(got, torch.Tensor) and got.shape == sent.shape and bool(
+            torch.equal(got.to(torch.float64), sent))
+    return out
 
 
 def describe_error(error: dict[str, Any]) -> str:
@@ -178,7 +195,9 @@ class Context:
         try:
             reply = worker.request(payload, timeout)
         except WorkerTimeout:
-            self.shared.add_timeout(timeout)
+            # A long probe (a deep chain) counts like a short one, so one slow
+            # engine does not lose every check after it.
+            self.shared.add_timeout(min(timeout, 10.0))
             raise CandidateTimeout(f"{what}: no answer within {timeout:g} s (the process was killed)") from None
         except WorkerDied as exc:
             raise CandidateError(f"{what}: {exc}") from None
@@ -199,7 +218,7 @@ class Context:
             values={k: _decode(v) for k, v in reply.get("values", {}).items()},
             requires_grad=dict(reply.get("requires_grad", {})),
             grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
-            leaf_data_unchanged=dict(reply.get("leaf_data", {})),
+            leaf_data_unchanged=_unchanged(program, reply.get("leaf_data", {})),
             error=reply.get("error"),
             seconds=time.perf_counter() - started,
             raw=reply,

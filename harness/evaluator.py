@@ -70,6 +70,39 @@ class AutogradGuard(TorchFunctionMode):
             self.violations.append(what)
 
 
+class _WatchedEngine:
+    """Stands in for torch's autograd engine in the worker: any backward pass it runs is recorded.
+
+    Every route into torch autograd's backward (``Tensor.backward``, ``autograd.grad``,
+    ``autograd.functional``) ends in this engine, however the call was disguised,
+    and the grader itself never runs one in a worker.
+    """
+
+    def __init__(self, engine: Any, record: Callable[[str], None]) -> None:
+        self._engine = engine
+        self._record = record
+
+    def run_backward(self, *args: Any, **kwargs: Any) -> Any:
+        self._record("torch's autograd engine ran a backward pass")
+        return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def _autograd_tensors() -> int:
+    """How many live torch tensors require grad or carry autograd history."""
+    count = 0
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.Tensor):
+            try:
+                if obj.requires_grad or obj.grad_fn is not None:
+                    count += 1
+            except Exception:
+                continue
+    return count
+
+
 # ---- observing candidate objects ------------------------------------------------
 
 
@@ -108,6 +141,9 @@ class Evaluator:
         self.cls = getattr(module, class_name, None)
         self.class_name = class_name
         self.guard = AutogradGuard()
+        from torch.autograd.variable import Variable
+
+        Variable._execution_engine = _WatchedEngine(Variable._execution_engine, self.guard._flag)
 
     @contextlib.contextmanager
     def guarded(self, active: bool = True):
@@ -128,6 +164,8 @@ class Evaluator:
             return {"error": _error("request", ValueError(f"unknown request {kind!r}"))}
         before = len(self.guard.violations)
         reply = handler(request)
+        if _autograd_tensors():
+            self.guard._flag("torch tensors that require grad were left alive by the submission")
         reply["violations"] = self.guard.violations[before:]
         return reply
 
@@ -167,10 +205,8 @@ class Evaluator:
         guard = bool(request.get("guard", True))
         observe_all = request.get("observe", "all") == "all"
         leaves: dict[str, Any] = {}
-        originals: dict[str, torch.Tensor] = {}
         for w in wire["leaves"]:
             value = decode_tensor(w)
-            originals[w["name"]] = value.clone()
             if value.is_floating_point():
                 leaves[w["name"]] = self.cls(value, requires_grad=bool(w["requires_grad"]))
             else:
@@ -206,17 +242,20 @@ class Evaluator:
             reply["error"] = _error("backward", exc)
         reply["seconds"] = time.perf_counter() - started
         names = [s["name"] for s in wire["steps"]] if observe_all else [wire["output"]]
-        reply["values"] = {n: _data_of(results[n]) for n in names if n in results}
-        reply["requires_grad"] = {n: _flag(results[n]) for n in names if n in results}
-        reply["grads"] = {}
-        reply["leaf_data"] = {}
-        for name, leaf in leaves.items():
-            if isinstance(leaf, torch.Tensor):
-                continue
-            reply["grads"][name] = _observe_tensor(getattr(leaf, "grad", None))
-            data = getattr(leaf, "data", None)
-            reply["leaf_data"][name] = (isinstance(data, torch.Tensor) and data.shape == originals[name].shape
-                                        and bool(torch.equal(data, originals[name])))
+        # Reading .grad or .data runs candidate code too (a property), so it is guarded as well.
+        try:
+            with self.guarded(guard):
+                reply["values"] = {n: _data_of(results[n]) for n in names if n in results}
+                reply["requires_grad"] = {n: _flag(results[n]) for n in names if n in results}
+                reply["grads"] = {}
+                reply["leaf_data"] = {}
+                for name, leaf in leaves.items():
+                    if isinstance(leaf, torch.Tensor):
+                        continue
+                    reply["grads"][name] = _observe_tensor(getattr(leaf, "grad", None))
+                    reply["leaf_data"][name] = _data_of(leaf)
+        except Exception as exc:
+            reply.setdefault("error", _error("reading results", exc))
         return reply
 
     def do_deep_chain(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -165,7 +165,7 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
-    from harness.context import CandidateError, CandidateTimeout, Failed
+    from harness.context import CandidateError, CandidateTimeout, Failed, NotAttempted
 
     base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
     skip = ctx.shared.why_skip()
@@ -178,13 +178,15 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         planned.run(ctx)
     except Failed as exc:
         outcome, message, details = "failed", exc.message, exc.details
+    except NotAttempted as exc:
+        outcome, message = "not_attempted", f"not attempted: {exc.message}"
     except CandidateTimeout as exc:
         outcome, message, details = "timeout", exc.message, exc.details
     except CandidateError as exc:
         outcome, message, details = "error", exc.message, exc.details
     except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
-    if outcome != "passed" and planned.hint and "hint" not in details:
+    if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed

@@ -19,6 +19,8 @@ _FORBIDDEN_ATTRS: Final = {
     ("torch", "func"): "torch.func",
     ("torch", "enable_grad"): "torch.enable_grad",
     ("torch", "set_grad_enabled"): "torch.set_grad_enabled",
+    # torch's C internals are where the runtime guard can be switched off (DisableTorchFunction).
+    ("torch", "_C"): "torch._C internals",
 }
 _DYNAMIC_LOOKUPS: Final = {"getattr", "__import__", "import_module", "eval", "exec"}
 
@@ -81,6 +83,9 @@ class _Scanner(ast.NodeVisitor):
             self.flag(node, "calls torch's .backward() on a torch tensor")
         if name in _DYNAMIC_LOOKUPS and any(_mentions_autograd(arg) for arg in node.args):
             self.flag(node, f"reaches torch autograd through {name}()")
+        elif (name == "getattr" and len(node.args) >= 2 and _dotted(node.args[0]).startswith("torch")
+              and _folded(node.args[1]) in ("func", "grad")):
+            self.flag(node, f"reaches torch autograd through {name}()")
         if _dotted(func).startswith("torch."):
             for kw in node.keywords:
                 if kw.arg == "requires_grad" and not _literal_false([kw.value]):
@@ -122,5 +127,20 @@ def _literal_false(nodes: list[ast.expr]) -> bool:
 
 
 def _mentions_autograd(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and
-               ("autograd" in n.value or n.value in ("func", "enable_grad")) for n in ast.walk(node))
+    """Whether a string built from literals (``"auto" + "grad"`` too) names a way into autograd."""
+    text = _folded(node)
+    if text is None:
+        return False
+    return any(word in text for word in ("autograd", "enable_grad", "_C", "Function"))
+
+
+def _folded(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [_folded(v) for v in node.values if isinstance(v, ast.Constant)]
+        return "".join(p for p in parts if p)
+    return None

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky, HypothesisException
 
 from harness.checks import CORE_MEMBERS, check
-from harness.context import CandidateError, CandidateTimeout, Context, Failed, Verdict, judge
+from harness.context import CandidateError, CandidateTimeout, Context, Failed, NotAttempted, Verdict, judge
 from harness.ops import OPS, ops_for_level
 from harness.program import Program
 
@@ -122,7 +122,7 @@ def random_extension_graphs(ctx: Context) -> None:
     """
     present = [name for name, spec in OPS.items() if spec.level == "extensions" and spec.member in ctx.members]
     if not present:
-        return
+        raise NotAttempted(f"{ctx.class_name} has none of the extension ops")
     _search(ctx, _CORE_OPS + present, "extensions", integer_values=False)
 
 

@@ -67,3 +67,22 @@ def test_legitimate_lookalikes_are_not_flagged():
 
 def test_a_syntax_error_is_left_to_the_import():
     assert scan("def broken(:\n") == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import torch\noff = torch._C.DisableTorchFunction\n", ["line 2: uses torch._C internals"]),
+    ("import torch\nag = getattr(torch, 'auto' + 'grad')\n", ["line 2: reaches torch autograd through getattr()"]),
+    ("import torch\ng = getattr(getattr(torch, 'autograd'), 'gr' + 'ad')\n",
+     ["line 2: reaches torch autograd through getattr()"]),
+])
+def test_flags_disguised_routes(source, expected):
+    assert _scan(source) == expected
+
+
+def test_a_computed_getattr_of_an_op_name_is_fine():
+    assert _scan("import torch\ndef apply(name, x):\n    return getattr(torch, name)(x)\n") == []
+
+
+def test_reading_a_grad_attribute_by_name_is_fine():
+    assert _scan("def g(t):\n    return getattr(t, 'grad', None)\n") == []
+    assert _scan("import torch\nf = getattr(torch, 'func')\n") == ["line 2: reaches torch autograd through getattr()"]

@@ -1,0 +1,1 @@
+"""The file a candidate starts from: ``solution.py``, written out by ``grade init``."""

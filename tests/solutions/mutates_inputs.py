@@ -1,0 +1,77 @@
+"""ReLU's backward builds its mask in place in the input's ``.data``.
+
+The gradients of that ReLU are right, but the input's values are destroyed,
+and any later rule that reads them computes with the mask instead.
+"""
+
+import torch
+
+
+class Tensor:
+    def __init__(self, data, requires_grad=False):
+        self.data = data
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._parents = ()
+        self._backward = None  # output gradient -> one gradient per parent
+
+    def _result(self, data, parents, backward):
+        out = Tensor(data, any(p.requires_grad for p in parents))
+        if out.requires_grad:
+            out._parents, out._backward = parents, backward
+        return out
+
+    def __add__(self, other):
+        return self._result(self.data + other.data, (self, other), lambda g: (g, g))
+
+    def __mul__(self, other):
+        a, b = self.data, other.data
+        return self._result(a * b, (self, other), lambda g: (g * b, g * a))
+
+    def __matmul__(self, other):
+        a, b = self.data, other.data
+        return self._result(a @ b, (self, other), lambda g: (g @ b.T, a.T @ g))
+
+    def relu(self):
+        x = self.data
+
+        def backward(g):
+            # the bug: turns the input itself into the mask, to save a copy
+            x[x > 0] = 1
+            x[x < 0] = 0
+            return (g * x,)
+
+        return self._result(x.clamp(min=0), (self,), backward)
+
+    def sum(self):
+        x = self.data
+        return self._result(x.sum(), (self,), lambda g: (g * torch.ones_like(x),))
+
+    def backward(self):
+        grads = {id(self): torch.ones_like(self.data)}
+        for t in reversed(_topological_order(self)):
+            g = grads.pop(id(t), None)
+            if g is None or not t.requires_grad:
+                continue
+            if t._backward is None:
+                t.grad = g.clone() if t.grad is None else t.grad + g
+                continue
+            for parent, pg in zip(t._parents, t._backward(g)):
+                if parent.requires_grad:
+                    grads[id(parent)] = grads[id(parent)] + pg if id(parent) in grads else pg
+
+
+def _topological_order(root):
+    order, visited = [], {id(root)}
+    stack = [(root, iter(root._parents))]
+    while stack:
+        t, parents = stack[-1]
+        for p in parents:
+            if id(p) not in visited:
+                visited.add(id(p))
+                stack.append((p, iter(p._parents)))
+                break
+        else:
+            stack.pop()
+            order.append(t)
+    return order
