@@ -340,8 +340,9 @@ def deep_graph(ctx: Context) -> None:
     try:
         facts = ctx.probe("deep_chain", n=DEEP_CHAIN, timeout=60.0)
     except CandidateError as exc:
-        raise Failed(f"the process crashed during backward on a {DEEP_CHAIN:,}-node chain ({exc.message}); deep "
-                     "recursion overflows the C stack even with a raised recursion limit") from None
+        raise Failed(f"the process died during the {DEEP_CHAIN:,}-node chain ({exc.message}). If backward "
+                     "recurses, that is the C stack overflowing: raising the recursion limit only moves the "
+                     "crash") from None
     error = facts.get("error")
     if error is not None:
         if error.get("type") == "RecursionError":
