@@ -31,6 +31,8 @@ class CheckSpec:
     """Members (``relu``) and features (``feature:no_grad``) the candidate needs to attempt it."""
     timeout: float
     """Seconds for the whole check."""
+    cost: float = 1.0
+    """Rough seconds on a correct engine: the grader starts the costliest checks first."""
 
     @property
     def title(self) -> str:
@@ -48,9 +50,9 @@ CORE_MEMBERS: Final = frozenset({"backward"} | {spec.member for spec in ops_for_
 
 
 def check(id: str, level: str, concept: str, *, requires: frozenset[str] | set[str] = frozenset(),
-          timeout: float = 30.0) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
+          timeout: float = 30.0, cost: float = 0.1) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
     def register(fn: Callable[[Context], None]) -> Callable[[Context], None]:
-        CHECKS.append(CheckSpec(id, level, concept, fn, frozenset(requires), timeout))
+        CHECKS.append(CheckSpec(id, level, concept, fn, frozenset(requires), timeout, cost))
         return fn
 
     return register
@@ -202,7 +204,7 @@ def _wide_tree(width: int) -> Program:
     return _program({"x": (_t([1.0, 2.0]), True)}, steps)
 
 
-@check("core.linear_time", "core", "linearity", requires=CORE_MEMBERS, timeout=60.0)
+@check("core.linear_time", "core", "linearity", requires=CORE_MEMBERS, timeout=60.0, cost=1.0)
 def backward_is_linear(ctx: Context) -> None:
     """Backward takes time linear in the size of the graph.
 
@@ -331,7 +333,7 @@ def no_grad_mode(ctx: Context) -> None:
 DEEP_CHAIN: Final = 100_000
 
 
-@check("followups.deep_graph", "followups", "order", requires=CORE_MEMBERS, timeout=90.0)
+@check("followups.deep_graph", "followups", "order", requires=CORE_MEMBERS, timeout=90.0, cost=2.5)
 def deep_graph(ctx: Context) -> None:
     """Backward runs over a chain of 100,000 nodes without hitting the recursion limit.
 

@@ -7,6 +7,7 @@ renderers turn into text, JSON or Markdown.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +23,9 @@ from harness.rubric import Rubric, load_rubric
 from harness.sandbox import Limits, Sandbox
 
 __all__ = ["GradeOptions", "grade", "planned_checks"]
+
+LANES = 2
+"""Checks run at once, each lane with its own worker: one per core of the machines we run on."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class PlannedCheck:
     requires: frozenset[str]
     timeout: float
     run: Callable[[Any], None]
+    cost: float = 1.0
+    """Rough seconds it takes on a correct engine; the costliest checks start first."""
     isolated: bool = True
     """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
     a worker per case would cost more than the cases themselves."""
@@ -60,11 +66,12 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     from harness.checks import CHECKS
     from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
-    plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run) for c in CHECKS]
+    plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run, c.cost)
+            for c in CHECKS]
     for case in load_cases(list(options.specs) or [DEFAULT_SPECS_DIR]):
         plan.append(PlannedCheck(
             f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
-            frozenset(case.requirements), 30.0, _spec_runner(case), isolated=False,
+            frozenset(case.requirements), 30.0, _spec_runner(case), cost=0.01, isolated=False,
         ))
     order = {level: i for i, level in enumerate(LEVELS)}
     plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
@@ -143,22 +150,27 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
         else:
             runnable.append(planned)
 
-    # Two lanes, one worker each, use both cores: hypothesis searches in one (it is not
-    # thread-safe, so never in two), every other check in the other.
-    lanes = [[c for c in runnable if c.run.__module__ == "harness.properties"],
-             [c for c in runnable if c.run.__module__ != "harness.properties"]]
+    # Two lanes, each with its own worker, keep both cores busy: the grader's process
+    # works hardest on hypothesis searches, the worker on probes and spec cases, so
+    # the lanes take the costliest checks first from one shared queue.
+    queue = sorted(runnable, key=lambda c: -c.cost)
+    lock = threading.Lock()
 
-    def run_lane(lane: list[PlannedCheck]) -> None:
+    def run_lane() -> None:
         lane_ctx = new_context()
         lane_ctx.members = members
         try:
-            for planned in lane:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    planned = queue.pop(0)
                 results[planned.id] = _run_check(planned, lane_ctx, options, timings)
         finally:
             lane_ctx.retire()
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for future in [pool.submit(run_lane, lane) for lane in lanes if lane]:
+    with ThreadPoolExecutor(max_workers=LANES) as pool:
+        for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
     timings["total"] = time.perf_counter() - started
     return _report(path, "graded", "", [results[c.id] for c in plan], rubric, options, static, shared, timings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+# Hypothesis is thread-safe (since 6.136), so the grader's two lanes may both search.
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky, HypothesisException
 
@@ -21,7 +22,7 @@ from harness.program import Program
 
 __all__ = ["find_counterexample", "Counterexample"]
 
-EXAMPLES = {"core": 1.0, "followups": 0.5, "extensions": 0.5, "op": 0.15}
+EXAMPLES = {"core": 1.0, "followups": 0.3, "extensions": 0.3, "op": 0.05}
 """Share of ``--max-examples`` each property check draws."""
 
 
@@ -95,7 +96,7 @@ def _search(ctx: Context, ops: Sequence[str], share: str, **strategy_options: An
 _CORE_OPS = [spec.name for spec in ops_for_level("core")]
 
 
-@check("core.properties", "core", "properties", requires=CORE_MEMBERS, timeout=120.0)
+@check("core.properties", "core", "properties", requires=CORE_MEMBERS, timeout=120.0, cost=3.0)
 def random_core_graphs(ctx: Context) -> None:
     """Random graphs of + * @ relu sum (reuse, diamonds, zeros, ties) match torch.
 
@@ -105,7 +106,7 @@ def random_core_graphs(ctx: Context) -> None:
 
 
 @check("followups.properties", "followups", "broadcasting", requires=CORE_MEMBERS | {"feature:broadcasting"},
-       timeout=120.0)
+       timeout=120.0, cost=1.0)
 def random_broadcast_graphs(ctx: Context) -> None:
     """Random graphs with broadcast operands match torch.
 
@@ -114,7 +115,7 @@ def random_broadcast_graphs(ctx: Context) -> None:
     _search(ctx, _CORE_OPS, "followups", integer_values=True, broadcasting=True)
 
 
-@check("extensions.properties", "extensions", "properties", requires=CORE_MEMBERS, timeout=120.0)
+@check("extensions.properties", "extensions", "properties", requires=CORE_MEMBERS, timeout=120.0, cost=1.0)
 def random_extension_graphs(ctx: Context) -> None:
     """Random graphs over every extension op the engine has match torch.
 
@@ -134,7 +135,7 @@ def _op_check(name: str) -> None:
 
     run.__doc__ = f"{name} matches torch in value and gradient on random graphs.\n\n{spec.doc}"
     check(f"extensions.op.{name}", "extensions", spec.concept, requires=CORE_MEMBERS | {spec.member},
-          timeout=60.0)(run)
+          timeout=60.0, cost=0.2)(run)
 
 
 for _name, _spec in OPS.items():

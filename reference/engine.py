@@ -10,6 +10,7 @@ is the point of this file.
 from __future__ import annotations
 
 import contextlib
+import gc
 from typing import Callable, Iterator, Sequence
 
 import torch
@@ -38,13 +39,16 @@ BackwardFn = Callable[[torch.Tensor, Sequence[torch.Tensor]], Sequence["torch.Te
 
 
 class _Node:
-    """How a result was made: its inputs, its backward rule and what that rule reads."""
+    """How a result was made: where its inputs came from, its backward rule and what that rule reads."""
 
-    __slots__ = ("op", "parents", "backward", "saved", "versions", "released")
+    __slots__ = ("op", "inputs", "backward", "saved", "versions", "released")
 
-    def __init__(self, op: str, parents: tuple[Tensor, ...], backward: BackwardFn, saved: tuple[torch.Tensor, ...]):
+    def __init__(self, op: str, parents: Sequence[Tensor], backward: BackwardFn, saved: tuple[torch.Tensor, ...]):
         self.op = op
-        self.parents = parents
+        # The graph links to the inputs' nodes, not to the input tensors: an intermediate's
+        # values are freed as soon as the user drops it, unless a rule saved them. Leaves are
+        # kept themselves (their .grad is filled in); inputs that need no gradient are None.
+        self.inputs = tuple(_input_of(p) for p in parents)
         self.backward = backward
         self.saved = saved
         # Torch bumps a tensor's _version on every in-place write; a changed
@@ -67,15 +71,29 @@ class _Node:
         return self.saved
 
     def release(self) -> None:
-        # Dropping parents and saved tensors is what lets the intermediates be freed
+        # Dropping inputs and saved tensors is what lets the intermediates be freed
         # while the output is still alive.
-        self.parents = ()
+        self.inputs = ()
         self.saved = ()
         self.released = True
 
 
+def _input_of(t: Tensor) -> _Node | Tensor | None:
+    if t._node is not None:
+        return t._node
+    return t if t.requires_grad else None
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _broadcast(rule: BackwardFn, a: torch.Tensor, b: torch.Tensor) -> BackwardFn:
+    """``rule`` for operands that broadcasting may have stretched: each gradient is summed back to its own shape."""
+    if a.shape == b.shape:
+        return rule  # the common case pays nothing
+    shapes = (a.shape, b.shape)
+    return lambda g, s: tuple(d if d is None else _unbroadcast(d, shape) for d, shape in zip(rule(g, s), shapes))
 
 
 def _unbroadcast(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -115,7 +133,7 @@ class Tensor:
         out = Tensor(data)
         if _grad_enabled and (parents[0].requires_grad or (len(parents) > 1 and parents[1].requires_grad)):
             out.requires_grad = True
-            out._node = _Node(op, tuple(parents), backward, tuple(saved))
+            out._node = _Node(op, parents, backward, tuple(saved))
         return out
 
     # ---- core ops: forward and backward side by side ----
@@ -126,8 +144,9 @@ class Tensor:
             return self._record(self.data + other, "add", (self,), lambda g, _: (g,))
         if not isinstance(other, Tensor):
             return NotImplemented
+        a, b = self.data, other.data
         # d(a + b) = da + db: the gradient passes through unchanged, nothing is saved.
-        return self._record(self.data + other.data, "add", (self, other), lambda g, _: (g, g))
+        return self._record(a + b, "add", (self, other), _broadcast(lambda g, _: (g, g), a, b))
 
     def __mul__(self, other: Tensor | float) -> Tensor:
         if _is_number(other):
@@ -139,25 +158,31 @@ class Tensor:
         need_a, need_b = self.requires_grad, other.requires_grad
         # Each operand's gradient reads the *other* operand: keep only what a rule will read.
         if need_a and need_b:
-            return self._record(a * b, "mul", (self, other), lambda g, s: (g * s[1], g * s[0]), (a, b))
-        if need_a:
-            return self._record(a * b, "mul", (self, other), lambda g, s: (g * s[0], None), (b,))
-        return self._record(a * b, "mul", (self, other), lambda g, s: (None, g * s[0]), (a,))
+            rule, saved = (lambda g, s: (g * s[1], g * s[0])), (a, b)
+        elif need_a:
+            rule, saved = (lambda g, s: (g * s[0], None)), (b,)
+        else:
+            rule, saved = (lambda g, s: (None, g * s[0])), (a,)
+        return self._record(a * b, "mul", (self, other), _broadcast(rule, a, b), saved)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         if not isinstance(other, Tensor):
             return NotImplemented
-        # C = A B: dA = G B^T and dB = A^T G, one transpose each.
-        def backward(g: torch.Tensor, s: Sequence[torch.Tensor]) -> tuple:
-            a, b = s
-            return (g @ b.T, a.T @ g)
-
-        return self._record(self.data @ other.data, "matmul", (self, other), backward, (self.data, other.data))
+        a, b = self.data, other.data
+        need_a, need_b = self.requires_grad, other.requires_grad
+        # C = A B: dA = G B^T reads only B and dB = A^T G reads only A; a product nobody
+        # needs (the input batch's gradient) is neither kept for nor computed.
+        if need_a and need_b:
+            return self._record(a @ b, "matmul", (self, other), lambda g, s: (g @ s[1].T, s[0].T @ g), (a, b))
+        if need_a:
+            return self._record(a @ b, "matmul", (self, other), lambda g, s: (g @ s[0].T, None), (b,))
+        return self._record(a @ b, "matmul", (self, other), lambda g, s: (None, s[0].T @ g), (a,))
 
     def relu(self) -> Tensor:
-        # Only the sign pattern matters; PyTorch passes no gradient at exactly 0.
-        mask = self.data > 0
-        return self._record(self.data.clamp(min=0), "relu", (self,), lambda g, s: (g * s[0],), (mask,))
+        out = self.data.clamp(min=0)
+        # The gradient flows where x > 0 (PyTorch passes none at exactly 0). The output is x
+        # there and 0 elsewhere, so its sign is that 0/1 mask, already in the right dtype.
+        return self._record(out, "relu", (self,), lambda g, s: (g * s[0].sign(),), (out,))
 
     def sum(self) -> Tensor:
         shape = self.data.shape
@@ -200,6 +225,9 @@ class Tensor:
         if not isinstance(p, (int, float)):
             return NotImplemented
         x = self.data
+        if p == 0:
+            # x ** 0 is constant; the general rule would give 0 * 0 ** -1 = nan at x == 0.
+            return self._record(torch.ones_like(x), "pow", (self,), lambda g, _: (torch.zeros_like(g),))
         return self._record(x ** p, "pow", (self,), lambda g, s: (g * p * s[0] ** (p - 1),), (x,))
 
     def exp(self) -> Tensor:
@@ -239,7 +267,7 @@ class Tensor:
             (w,) = s
             return (g * w, g * (1 - w))
 
-        return self._record(torch.maximum(a, b), "maximum", (self, other), backward, (wins,))
+        return self._record(torch.maximum(a, b), "maximum", (self, other), _broadcast(backward, a, b), (wins,))
 
     def max_pool2d(self, k: int) -> Tensor:
         n, c, h, w = self.data.shape
@@ -272,14 +300,19 @@ class Tensor:
         cols = torch.nn.functional.unfold(x, (kh, kw))  # (N, C*kh*kw, L): a convolution is a matmul
         out = (w.reshape(o, -1) @ cols).reshape(n, o, ho, wo)
 
+        need_x, need_w = self.requires_grad, weight.requires_grad
+
         def backward(g: torch.Tensor, s: Sequence[torch.Tensor]) -> tuple:
             x_s, w_s = s
             g_cols = g.reshape(n, o, ho * wo)
-            cols_s = torch.nn.functional.unfold(x_s, (kh, kw))
-            # The kernel correlates the input with the upstream gradient over every position...
-            dw = (g_cols @ cols_s.transpose(1, 2)).sum(0).reshape(w_s.shape)
-            # ...and the input gradient folds the kernel back over the positions it touched.
-            dx = torch.nn.functional.fold(w_s.reshape(o, -1).T @ g_cols, (h, wd), (kh, kw))
+            dx = dw = None
+            if need_w:
+                # The kernel correlates the input with the upstream gradient over every position...
+                cols_s = torch.nn.functional.unfold(x_s, (kh, kw))
+                dw = (g_cols @ cols_s.transpose(1, 2)).sum(0).reshape(w_s.shape)
+            if need_x:
+                # ...and the input gradient folds the kernel back over the positions it touched.
+                dx = torch.nn.functional.fold(w_s.reshape(o, -1).T @ g_cols, (h, wd), (kh, kw))
             return (dx, dw)
 
         return self._record(out, "conv2d", (self, weight), backward, (x, w))
@@ -341,54 +374,68 @@ class Tensor:
         elif tuple(grad.shape) != tuple(self.data.shape):
             raise RuntimeError(f"gradient of shape {tuple(grad.shape)} for an output of shape {tuple(self.data.shape)}")
 
-        grads: dict[int, torch.Tensor] = {id(self): grad}
-        for t in reversed(_topological_order(self)):
-            g = grads.pop(id(t), None)
-            node = t._node
-            if node is None:
+        root = _input_of(self)
+        with _collector_paused():
+            grads: dict[int, torch.Tensor] = {id(root): grad}
+            for item in reversed(_topological_order(root)):
+                g = grads.pop(id(item), None)
+                if isinstance(item, Tensor):
+                    if g is not None:
+                        # Leaf: accumulate across backward passes, as PyTorch does. Clone so two
+                        # leaves never share one tensor that later in-place updates would alias.
+                        item.grad = g.clone() if item.grad is None else item.grad + g
+                    continue
+                node = item
                 if g is not None:
-                    # Leaf: accumulate across backward passes, as PyTorch does. Clone so two
-                    # leaves never share one tensor that later in-place updates would alias.
-                    t.grad = g.clone() if t.grad is None else t.grad + g
-                continue
-            if g is not None:
-                for parent, pg in zip(node.parents, node.backward(g, node.saved_tensors())):
-                    if pg is None or not parent.requires_grad:
-                        continue
-                    if pg.shape != parent.data.shape:
-                        pg = _unbroadcast(pg, parent.data.shape)
-                    key = id(parent)
-                    # Out of place: the same tensor may have been handed to several parents.
-                    grads[key] = grads[key] + pg if key in grads else pg
-            node.release()
+                    for target, pg in zip(node.inputs, node.backward(g, node.saved_tensors())):
+                        if pg is None or target is None:
+                            continue
+                        key = id(target)
+                        # Out of place: the same tensor may have been handed to several inputs.
+                        grads[key] = grads[key] + pg if key in grads else pg
+                node.release()
 
 
-def _topological_order(root: Tensor) -> list[Tensor]:
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Backward makes and drops many small acyclic objects (stack entries, grads): left on,
+    the cycle collector would rescan the whole live graph again and again, finding nothing."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _topological_order(root: _Node | Tensor) -> list[_Node | Tensor]:
     """Post-order DFS without recursion: inputs always come before their results.
 
-    Keyed by ``id`` so each tensor is visited once however many paths reach it,
-    which is what makes backward linear in the size of the graph.
+    The graph's vertices are nodes and the leaves that require grad. Keyed by ``id``
+    so each is visited once however many paths reach it, which is what makes
+    backward linear in the size of the graph.
     """
-    if root._node is not None and root._node.released:
-        root._node.saved_tensors()  # raises the "second backward" error
-    order: list[Tensor] = []
+    if isinstance(root, _Node) and root.released:
+        root.saved_tensors()  # raises the "second backward" error
+    order: list[_Node | Tensor] = []
     visited = {id(root)}
-    stack: list[tuple[Tensor, Iterator[Tensor]]] = [(root, iter(_parents(root)))]
+    stack: list[tuple[_Node | Tensor, Iterator[_Node | Tensor | None]]] = [(root, iter(_inputs(root)))]
     while stack:
-        tensor, parents = stack[-1]
-        for parent in parents:
-            if id(parent) not in visited and parent.requires_grad:
-                visited.add(id(parent))
-                stack.append((parent, iter(_parents(parent))))
+        item, inputs = stack[-1]
+        for child in inputs:
+            if child is not None and id(child) not in visited:
+                visited.add(id(child))
+                stack.append((child, iter(_inputs(child))))
                 break
         else:
             stack.pop()
-            order.append(tensor)
+            order.append(item)
     return order
 
 
-def _parents(t: Tensor) -> tuple[Tensor, ...]:
-    return t._node.parents if t._node is not None else ()
+def _inputs(item: _Node | Tensor) -> tuple[_Node | Tensor | None, ...]:
+    return item.inputs if isinstance(item, _Node) else ()
 
 
 def _windows(x: torch.Tensor, k: int) -> torch.Tensor:
