@@ -22,8 +22,8 @@ from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 __all__ = ["Context", "Observation", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted"]
 
 
-class Failed(Exception):
-    """The candidate's engine gave a wrong answer. ``details`` explain it to a reader."""
+class CheckEnded(Exception):
+    """Ends a check with a message for the candidate and ``details`` that explain it."""
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -31,28 +31,20 @@ class Failed(Exception):
         self.details = details
 
 
-class CandidateError(Exception):
+class Failed(CheckEnded):
+    """The candidate's engine gave a wrong answer."""
+
+
+class CandidateError(CheckEnded):
     """The candidate's code raised, or its process died."""
 
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
+
+class CandidateTimeout(CheckEnded):
+    """The candidate's code did not answer in time, and its process was killed."""
 
 
-class CandidateTimeout(Exception):
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
-
-
-class NotAttempted(Exception):
+class NotAttempted(CheckEnded):
     """The check does not apply: the candidate has nothing it could test."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass
