@@ -250,14 +250,20 @@ def inputs_unchanged(ctx: Context) -> None:
         _program(leaves, [("h", "matmul", ["x", "w"]), ("g", "mul", ["h", "b"]), ("k", "add", ["g", "x"]),
                           ("r", "relu", ["k"]), ("y", "sum", ["r"])]),
     ]
+    errors = []
     for p in programs:
-        # A run that raises still shows whether it wrote into its inputs: other checks
-        # report the exception itself.
+        # A run that raises still shows whether it wrote into its inputs.
         obs = ctx.run(p)
+        if obs.error is not None:
+            errors.append((p, obs.error))
         changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
         if changed:
             raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward of {p.expression()}",
                          graph=p.expression(), snippet=p.snippet(ctx.module_name, ctx.class_name))
+    if len(errors) == len(programs):
+        p, error = errors[0]
+        raise CandidateError(f"no graph ran to the end, so nothing shows the inputs are left alone: "
+                             f"{describe_error(error)}", graph=p.expression())
 
 
 # ---- follow-ups ----------------------------------------------------------------------

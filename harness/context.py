@@ -182,6 +182,9 @@ class Context:
         remaining = self.check_deadline - time.perf_counter()
         if remaining <= 0:
             raise CandidateTimeout(f"{what}: the check's time limit ran out")
+        spent = self.shared.why_skip()
+        if spent:
+            raise CandidateTimeout(f"{what}: not run, {spent}")
         timeout = min(timeout, remaining)
         worker = self.worker()
         try:

@@ -39,6 +39,9 @@ class Counterexample:
 def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int) -> Counterexample | None:
     """Search for a program the candidate gets wrong; the last failure seen is the shrunk one."""
     last: dict[str, Counterexample] = {}
+    # After a timeout every further example would wait out its own limit: the search
+    # stops, and the example that hung is the one reported (unshrunk).
+    stopped: list[bool] = []
 
     @settings(max_examples=max(1, max_examples), database=None, deadline=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False, verbosity=Verbosity.quiet,
@@ -46,9 +49,13 @@ def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_
     @seed(seed_value)
     @given(strategy)
     def prop(program: Program) -> None:
+        if stopped:
+            return
         verdict = _verdict(ctx, program)
         if verdict is not None:
             last["found"] = Counterexample(program, verdict)
+            if verdict.kind == "timeout":
+                stopped.append(True)
             raise _Found()
 
     try:
