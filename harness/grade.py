@@ -21,6 +21,7 @@ from harness.ops import LEVELS
 from harness.report import CheckResult, Report
 from harness.rubric import Rubric, load_rubric
 from harness.sandbox import Limits, Sandbox
+from harness.specs import SpecError
 
 __all__ = ["GradeOptions", "grade", "planned_checks"]
 
@@ -103,7 +104,10 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
     own_sandbox = sandbox is None
     sandbox = sandbox or Sandbox.launch(Limits(memory_mb=options.memory_mb))
     try:
-        plan = planned_checks(options)
+        try:
+            plan = planned_checks(options)
+        except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
+            raise HarnessError(str(exc)) from None
         timings = {"setup": time.perf_counter() - started}
         return _grade(path, source, options, rubric, plan, sandbox, started, timings)
     finally:

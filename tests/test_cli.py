@@ -138,3 +138,14 @@ def test_watch_waits_for_the_file_to_change(tmp_path):
     _wait_for_change(path)
     saver.join()
     assert time.monotonic() - started >= 0.4
+
+
+def test_an_invalid_spec_folder_is_a_one_line_error(invoke, submission, tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "bad.yaml").write_text("- id: a\n  title: t\n  level: core\n  concepts: [order]\n"
+                                    "  inputs: {x: {value: 1.0}}\n  output: \"x.nope()\"\n")
+    result = invoke(submission, "--specs", specs)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {specs / 'bad.yaml'}:6:")
+    assert len(result.stderr.splitlines()) == 1
