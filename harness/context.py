@@ -169,9 +169,9 @@ class Context:
             try:
                 self._worker = self.sandbox.spawn(self.path, self.class_name)
             except WorkerTimeout as exc:
-                raise CandidateTimeout(f"importing the submission: {exc}") from None
+                raise CandidateTimeout(str(exc)) from None
             except WorkerDied as exc:
-                raise CandidateError(f"importing the submission: {exc}") from None
+                raise CandidateError(str(exc)) from None
             hello = self._worker.hello
             self.shared.add_violations(hello.get("violations", []))
             if hello.get("kind") == "import_error":

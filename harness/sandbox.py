@@ -61,22 +61,26 @@ class Worker:
         try:
             self.sock.settimeout(timeout)
             send_message(self.sock, payload)
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+        except (socket.timeout, TimeoutError, OSError) as exc:
+            self.kill()
+            raise WorkerDied(f"the channel broke while sending a request: {exc}") from None
+        return self.receive(deadline - time.monotonic(), "answering a request")
+
+    def receive(self, timeout: float, what: str) -> dict[str, Any]:
+        """The worker's next message. A timeout, a crash or garbage on the channel kills the worker."""
+        try:
+            self.sock.settimeout(max(0.01, timeout))
             reply = recv_message(self.sock)
         except (socket.timeout, TimeoutError):
             self.kill()
-            raise WorkerTimeout(f"no answer within {timeout:g} s") from None
+            raise WorkerTimeout(f"{what} took longer than {timeout:g} s") from None
         except (OSError, ChannelError) as exc:
             self.kill()
-            raise WorkerDied(f"the channel broke: {exc}") from None
-        if reply is None or not isinstance(reply, dict):
+            raise WorkerDied(f"the channel broke while {what}: {exc}") from None
+        if not isinstance(reply, dict):
             self.kill()
-            raise WorkerDied(self._death_note())
+            raise WorkerDied(f"the submission's process ended while {what} (it exited, or was killed by a crash)")
         return reply
-
-    def _death_note(self) -> str:
-        time.sleep(0.05)  # let the exit status settle before reading it
-        return "the submission's process ended before answering (it exited, or was killed by a crash)"
 
     def kill(self) -> None:
         if self.alive:
@@ -177,19 +181,7 @@ class Sandbox:
                 raise WorkerDied("the worker did not connect") from None
             worker = Worker(pid, sock, workdir, {})
             self._workers.append(worker)
-        try:
-            sock.settimeout(self.limits.import_seconds)
-            hello = recv_message(sock)
-        except (socket.timeout, TimeoutError):
-            worker.kill()
-            raise WorkerTimeout(f"importing the submission took longer than {self.limits.import_seconds:g} s") from None
-        except (OSError, ChannelError) as exc:
-            worker.kill()
-            raise WorkerDied(f"the channel broke during import: {exc}") from None
-        if not isinstance(hello, dict):
-            worker.kill()
-            raise WorkerDied("the submission's process ended while it was being imported")
-        worker.hello = hello
+        worker.hello = worker.receive(self.limits.import_seconds, "importing the submission")
         return worker
 
     def close(self) -> None:
