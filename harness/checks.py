@@ -65,12 +65,11 @@ def _t(values, dtype=torch.float64) -> torch.Tensor:
     return torch.tensor(values, dtype=dtype)
 
 
-def _program(leaves: dict[str, tuple[torch.Tensor, bool]], steps: list[tuple], output: str | None = None,
+def _program(leaves: dict[str, tuple[torch.Tensor, bool]], steps: list[tuple[str, str, list]],
              upstream: torch.Tensor | None = None, passes: int = 1) -> Program:
-    built = tuple(Step(name, op, tuple(args), tuple(params.items()) if params else ())
-                  for name, op, args, *rest in steps for params in [rest[0] if rest else None])
-    return Program(tuple(Leaf(n, v, rg) for n, (v, rg) in leaves.items()), built,
-                   output or built[-1].name, upstream, passes)
+    """A program from ``{name: (value, requires_grad)}`` and ``(name, op, args)`` steps; the last step is the output."""
+    built = tuple(Step(name, op, tuple(args)) for name, op, args in steps)
+    return Program(tuple(Leaf(n, v, rg) for n, (v, rg) in leaves.items()), built, built[-1].name, upstream, passes)
 
 
 _A = _t([[1.0, -2.0, 3.0], [0.5, 2.0, -1.0]])

@@ -238,7 +238,6 @@ class Verdict:
     kind: str  # "error" or "mismatch"
     message: str
     mismatch: Mismatch | None = None
-    what: str = ""
 
 
 def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence[str],
@@ -253,11 +252,10 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
                 continue
             got = obs.values[step.name]
             if isinstance(got, dict):
-                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({got.get('not_tensor')})",
-                               what=step.name)
+                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({got.get('not_tensor')})")
             m = compare(got, expected.values[step.name], tol_for(step.op), f"value of {step.name}")
             if m is not None:
-                return Verdict("mismatch", m.message, m, step.name)
+                return Verdict("mismatch", m.message, m)
     if "requires_grad" in parts:
         for step in program.steps:
             if step.name in obs.requires_grad and obs.requires_grad[step.name] != expected.requires_grad[step.name]:
@@ -265,27 +263,25 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
                 return Verdict("mismatch",
                                f"{step.name}.requires_grad is {obs.requires_grad[step.name]!r}, expected "
                                f"{expected.requires_grad[step.name]!r}: a result requires grad exactly when one of "
-                               f"its inputs ({inputs}) does", what=step.name)
+                               f"its inputs ({inputs}) does")
     if "grads" in parts or "grad_types" in parts:
         for leaf in program.leaves:
             if leaf.raw:
                 continue
             got = obs.grads.get(leaf.name)
             if isinstance(got, dict):
-                return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor",
-                               what=leaf.name)
+                return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor")
             exp = expected.grads[leaf.name]
             raw = obs.raw.get("grads", {}).get(leaf.name) or {}
             if isinstance(raw, dict) and raw.get("subclass"):
-                return Verdict("mismatch", f"{leaf.name}.grad is a {raw['subclass']}, expected a plain torch.Tensor",
-                               what=leaf.name)
+                return Verdict("mismatch", f"{leaf.name}.grad is a {raw['subclass']}, expected a plain torch.Tensor")
             if "grads" in parts:
                 m = compare(got, exp, tol_for(None), f"{leaf.name}.grad")
             else:
                 m = compare(got, exp, Tolerance(float("inf"), float("inf")), f"{leaf.name}.grad") if (
                     got is None or exp is None or tuple(got.shape) != tuple(exp.shape)) else None
             if m is not None:
-                return Verdict("mismatch", m.message, m, leaf.name)
+                return Verdict("mismatch", m.message, m)
     return None
 
 

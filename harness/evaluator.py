@@ -238,8 +238,6 @@ class Evaluator:
                 reply["backward_seconds"] = time.perf_counter() - t0
         except _Failed as failed:
             reply["error"] = _error(failed.where, failed.exc)
-        except RecursionError as exc:  # pragma: no cover - raised outside a step is still the candidate's
-            reply["error"] = _error("backward", exc)
         reply["seconds"] = time.perf_counter() - started
         names = [s["name"] for s in wire["steps"]] if observe_all else [wire["output"]]
         # Reading .grad or .data runs candidate code too (a property), so it is guarded as well.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 
@@ -78,9 +78,6 @@ class Program:
     passes: int = 1
 
     # ---- structure ----
-
-    def names(self) -> list[str]:
-        return [leaf.name for leaf in self.leaves] + [step.name for step in self.steps]
 
     def leaf(self, name: str) -> Leaf:
         return next(leaf for leaf in self.leaves if leaf.name == name)
@@ -331,7 +328,3 @@ def _floats(values: Any) -> Any:
     if isinstance(values, list):
         return [_floats(v) for v in values]
     return float(values) if math.isfinite(values) else values
-
-
-def names_in(args: Iterable[Any]) -> Sequence[str]:
-    return [a for a in args if isinstance(a, str)]
