@@ -227,9 +227,10 @@ class Context:
                expected: Outcome | None = None) -> Observation:
         """Run ``program`` on the candidate and raise Failed/CandidateError unless it matches torch."""
         observation = self.run(program, timeout=timeout)
-        mismatch = judge(program, observation, expected or program.run_torch(), parts, tolerance)
+        expected = expected or program.run_torch()
+        mismatch = judge(program, observation, expected, parts, tolerance)
         if mismatch is not None:
-            raise_for(program, mismatch, self.module_name, self.class_name, hint)
+            raise_for(program, mismatch, self.module_name, self.class_name, hint, expected)
         return observation
 
 
@@ -299,8 +300,10 @@ def _tolerances(program: Program, override: Tolerance | None):
     return pick
 
 
-def raise_for(program: Program, verdict: Verdict, module: str, class_name: str, hint: str | None) -> None:
-    details: dict[str, Any] = {"graph": program.expression(), "snippet": program.snippet(module, class_name)}
+def raise_for(program: Program, verdict: Verdict, module: str, class_name: str, hint: str | None,
+              expected: Outcome | None = None) -> None:
+    details: dict[str, Any] = {"graph": program.expression(),
+                               "snippet": program.snippet(module, class_name, expected)}
     if hint:
         details["hint"] = hint
     if verdict.mismatch is not None:

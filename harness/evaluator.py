@@ -57,15 +57,15 @@ class AutogradGuard(TorchFunctionMode):
         owner = getattr(getattr(func, "__self__", None), "__name__", "")
         if name in _AUTOGRAD_ENTRY_POINTS and not (name == "requires_grad_" and args[1:2] == (False,)
                                                    or kwargs.get("requires_grad") is False):
-            self._flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
+            self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
         elif name == "__set__" and owner == "requires_grad" and len(args) > 1 and bool(args[1]):
-            self._flag("set requires_grad=True on a torch tensor")
+            self.flag("set requires_grad=True on a torch tensor")
         result = func(*args, **kwargs)
         if isinstance(result, torch.Tensor) and (result.requires_grad or result.grad_fn is not None):
-            self._flag(f"{getattr(func, '__qualname__', name)} returned a torch tensor that requires grad")
+            self.flag(f"{getattr(func, '__qualname__', name)} returned a torch tensor that requires grad")
         return result
 
-    def _flag(self, what: str) -> None:
+    def flag(self, what: str) -> None:
         if what not in self.violations and len(self.violations) < 20:
             self.violations.append(what)
 
@@ -143,7 +143,7 @@ class Evaluator:
         self.guard = AutogradGuard()
         from torch.autograd.variable import Variable
 
-        Variable._execution_engine = _WatchedEngine(Variable._execution_engine, self.guard._flag)
+        Variable._execution_engine = _WatchedEngine(Variable._execution_engine, self.guard.flag)
 
     @contextlib.contextmanager
     def guarded(self, active: bool = True):
@@ -165,7 +165,7 @@ class Evaluator:
         before = len(self.guard.violations)
         reply = handler(request)
         if _autograd_tensors():
-            self.guard._flag("torch tensors that require grad were left alive by the submission")
+            self.guard.flag("torch tensors that require grad were left alive by the submission")
         reply["violations"] = self.guard.violations[before:]
         return reply
 
@@ -260,11 +260,12 @@ class Evaluator:
         """Backward through a chain of n additions; x.grad should be n + 1."""
         n = int(request["n"])
         try:
-            with self.guarded(active=False):
-                x = self.cls(torch.tensor(1.0, dtype=torch.float64), requires_grad=True)
-                y = x
-                for _ in range(n):
-                    y = y + x
+            # Built unguarded: the guard's per-call cost would double this probe's time, and
+            # the backward below (where a cheat would act) is still guarded.
+            x = self.cls(torch.tensor(1.0, dtype=torch.float64), requires_grad=True)
+            y = x
+            for _ in range(n):
+                y = y + x
         except Exception as exc:
             return {"error": _error("forward", exc)}
         t0 = time.perf_counter()

@@ -245,7 +245,7 @@ class Program:
         upstream = None if wire.get("upstream") is None else decode_tensor(wire["upstream"])
         return cls(leaves, steps, wire["output"], upstream, int(wire.get("passes", 1)))
 
-    def snippet(self, module: str = "solution", class_name: str = "Tensor") -> str:
+    def snippet(self, module: str = "solution", class_name: str = "Tensor", expected: "Outcome | None" = None) -> str:
         """Runnable Python that builds this graph with the candidate's class and prints got vs expected."""
         lines = ["import torch", f"from {module} import {class_name}", ""]
         for leaf in self.leaves:
@@ -266,7 +266,7 @@ class Program:
             lines.append(f"for _ in range({self.passes}):  # forward and backward, {self.passes} times")
             body = ["    " + line for line in body]
         lines += body
-        expected = self.run_torch()
+        expected = expected or self.run_torch()
         lines.append(f"print('{self.output}:', {self.output}.data, 'expected:', "
                      f"{_tensor_literal(expected.values[self.output])})")
         for leaf in self.leaves:
