@@ -24,7 +24,7 @@ LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
-    LAZY = {"spec": ("harness.spec_commands", "spec")}
+    LAZY = {"spec": ("harness.specs.commands", "spec")}
     """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -88,8 +88,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     sandbox = Sandbox.launch(Limits(memory_mb=memory_mb))  # starts importing torch in parallel with us
     try:
         from harness.grade import GradeOptions, grade
-        from harness.render import RENDERERS
-        from harness.report import exit_code
+        from harness.report.render import RENDERERS
+        from harness.report.model import exit_code
 
         _settle_after_imports()
 

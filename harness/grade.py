@@ -18,8 +18,8 @@ from harness import __version__
 from harness.errors import HarnessError
 from harness.integrity import scan
 from harness.ops import LEVELS
-from harness.report import CheckResult, Report
-from harness.rubric import Rubric, load_rubric
+from harness.report.model import CheckResult, Report
+from harness.report.rubric import Rubric, load_rubric
 from harness.sandbox import Limits, Sandbox
 from harness.specs import SpecError
 
@@ -63,8 +63,8 @@ class PlannedCheck:
 
 def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     """Every check this grade will consider, in order: targeted checks, spec cases, properties."""
-    import harness.properties  # noqa: F401  -- registers the property checks
-    from harness.checks import CHECKS
+    import harness.checks.properties  # noqa: F401  -- registers the property checks
+    from harness.checks.targeted import CHECKS
     from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
     plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run, c.cost)
@@ -117,7 +117,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
 
 def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
-    from harness.context import CandidateError, CandidateTimeout, Context, Shared
+    from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
 
     static = scan(source, str(path))
     module_name = path.stem if path.stem.isidentifier() else "solution"
@@ -181,7 +181,7 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
-    from harness.context import CandidateError, CandidateTimeout, Failed, NotAttempted
+    from harness.checks.context import CandidateError, CandidateTimeout, Failed, NotAttempted
 
     base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
     skip = ctx.shared.why_skip()

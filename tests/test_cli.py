@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 import harness.grade
 from harness.cli import main
-from harness.report import CheckResult, Report
+from harness.report.model import CheckResult, Report
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import INDEX, OPS, TENSOR, OpSpec, check_operands
 from harness.program import Program, Step
-from harness.strategies import op_graphs
+from harness.checks.strategies import op_graphs
 from reference import Tensor
 
 SPECS = list(OPS.values())

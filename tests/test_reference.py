@@ -18,7 +18,7 @@ from hypothesis import given
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import OPS
 from harness.program import Outcome, Program
-from harness.strategies import op_graphs
+from harness.checks.strategies import op_graphs
 from reference import Tensor, is_grad_enabled, no_grad
 
 ALL_OPS = list(OPS)

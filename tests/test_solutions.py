@@ -22,7 +22,7 @@ import yaml
 
 from harness.grade import GradeOptions, grade, planned_checks
 from harness.ops import OPS
-from harness.report import OUTCOMES, STATUSES, Report, exit_code
+from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "tests" / "solutions"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness._wire import ChannelError, recv_message, send_message
+from harness.sandbox.channel import ChannelError, recv_message, send_message
 
 __all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP"]
 
@@ -120,7 +120,7 @@ class Sandbox:
         self._data_listener = _listen(self._data_path)
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         self._zygote = subprocess.Popen(
-            [sys.executable, "-m", "harness._zygote", self._control_path],
+            [sys.executable, "-m", "harness.sandbox.zygote", self._control_path],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True, env=env, cwd=str(self.dir),
         )

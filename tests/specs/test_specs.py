@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from harness import specs
-from harness._expr import ExprError, compile_expression, method_names, operator_symbols
+from harness.specs.expressions import ExprError, compile_expression, method_names, operator_symbols
 from harness.compare import DEFAULT_TOLERANCE, FLOAT32_TRANSCENDENTAL_TOLERANCE, Tolerance
 from harness.ops import OPS
 from harness.specs import DEFAULT_SPECS_DIR, SpecError, check_paths, load_cases, parse_file
@@ -279,7 +279,7 @@ def test_load_cases_raises_the_first_error_and_check_paths_collects_all(tmp_path
 
 
 def test_default_specs_dir_is_the_repositorys_specs_folder() -> None:
-    assert DEFAULT_SPECS_DIR == Path(__file__).resolve().parent.parent / "specs"
+    assert DEFAULT_SPECS_DIR == Path(__file__).resolve().parents[2] / "specs"
 
 
 # ---- the broken spec collection ----------------------------------------------------------

@@ -10,7 +10,7 @@ import click
 import yaml
 
 from harness import specs
-from harness._spec_text import expect_lines, fill, quote, states_everything
+from harness.specs.text import expect_lines, fill, quote, states_everything
 from harness.ops import LEVELS, OPS
 from harness.specs import CONCEPTS, DEFAULT_SPECS_DIR
 

@@ -7,7 +7,7 @@ import pytest
 from harness.grade import GradeOptions, grade
 from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.ops import INDEX, LEVELS, OPS
 from harness.program import Program
-from harness.strategies import op_graphs, programs_for_level
+from harness.checks.strategies import op_graphs, programs_for_level
 
 CORE = [name for name, spec in OPS.items() if spec.level == "core"]
 FOUR_D = ["max_pool2d", "avg_pool2d", "conv2d"]

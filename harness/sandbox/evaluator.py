@@ -23,85 +23,11 @@ import weakref
 from typing import Any, Callable
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-from harness._wire import recv_message, send_message
+from harness.integrity.tripwires import AutogradGuard, WatchedEngine, autograd_tensors
+from harness.sandbox.channel import recv_message, send_message
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
-
-# ---- the runtime integrity guard ------------------------------------------------
-
-_AUTOGRAD_ENTRY_POINTS = {
-    "backward": "torch's Tensor.backward",
-    "grad": "torch.autograd.grad",
-    "requires_grad_": "Tensor.requires_grad_",
-    "vjp": "torch.autograd.functional.vjp",
-    "jacobian": "torch.autograd.functional.jacobian",
-}
-
-
-class AutogradGuard(TorchFunctionMode):
-    """Records every use of torch's own autograd while candidate code runs.
-
-    The candidate's gradients must come from its own rules: any call into
-    torch autograd, or any torch result that requires grad, is a violation.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.violations: list[str] = []
-
-    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        owner = getattr(getattr(func, "__self__", None), "__name__", "")
-        if name in _AUTOGRAD_ENTRY_POINTS and not (name == "requires_grad_" and args[1:2] == (False,)
-                                                   or kwargs.get("requires_grad") is False):
-            self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
-        elif name == "__set__" and owner == "requires_grad" and len(args) > 1 and bool(args[1]):
-            self.flag("set requires_grad=True on a torch tensor")
-        result = func(*args, **kwargs)
-        if isinstance(result, torch.Tensor) and (result.requires_grad or result.grad_fn is not None):
-            self.flag(f"{getattr(func, '__qualname__', name)} returned a torch tensor that requires grad")
-        return result
-
-    def flag(self, what: str) -> None:
-        if what not in self.violations and len(self.violations) < 20:
-            self.violations.append(what)
-
-
-class _WatchedEngine:
-    """Stands in for torch's autograd engine in the worker: any backward pass it runs is recorded.
-
-    Every route into torch autograd's backward (``Tensor.backward``, ``autograd.grad``,
-    ``autograd.functional``) ends in this engine, however the call was disguised,
-    and the grader itself never runs one in a worker.
-    """
-
-    def __init__(self, engine: Any, record: Callable[[str], None]) -> None:
-        self._engine = engine
-        self._record = record
-
-    def run_backward(self, *args: Any, **kwargs: Any) -> Any:
-        self._record("torch's autograd engine ran a backward pass")
-        return self._engine.run_backward(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
-def _autograd_tensors() -> int:
-    """How many live torch tensors require grad or carry autograd history."""
-    count = 0
-    for obj in gc.get_objects():
-        if isinstance(obj, torch.Tensor):
-            try:
-                if obj.requires_grad or obj.grad_fn is not None:
-                    count += 1
-            except Exception:
-                continue
-    return count
-
 
 # ---- observing candidate objects ------------------------------------------------
 
@@ -143,7 +69,7 @@ class Evaluator:
         self.guard = AutogradGuard()
         from torch.autograd.variable import Variable
 
-        Variable._execution_engine = _WatchedEngine(Variable._execution_engine, self.guard.flag)
+        Variable._execution_engine = WatchedEngine(Variable._execution_engine, self.guard.flag)
 
     @contextlib.contextmanager
     def guarded(self, active: bool = True):
@@ -164,7 +90,7 @@ class Evaluator:
             return {"error": _error("request", ValueError(f"unknown request {kind!r}"))}
         before = len(self.guard.violations)
         reply = handler(request)
-        if _autograd_tensors():
+        if autograd_tensors():
             self.guard.flag("torch tensors that require grad were left alive by the submission")
         reply["violations"] = self.guard.violations[before:]
         return reply

@@ -6,7 +6,7 @@ survive a fork). Each worker is a fresh fork: its own session and process
 group, working directory, memory limit and captured output. The zygote itself
 never imports candidate code.
 
-Run as ``python -m harness._zygote CONTROL_SOCKET``.
+Run as ``python -m harness.sandbox.zygote CONTROL_SOCKET``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def main(control_path: str) -> None:
     # over the machine's cores.
     torch.set_num_threads(1)
 
-    from harness import evaluator
-    from harness._wire import recv_message, send_message
+    from harness.sandbox import evaluator
+    from harness.sandbox.channel import recv_message, send_message
 
     gc.freeze()  # torch's import objects are never garbage: keep collections in workers short
     # Orphaned descendants of a worker (a daemonised grandchild) reparent to us,

@@ -14,7 +14,7 @@ from typing import Callable, Final
 
 import torch
 
-from harness.context import CandidateError, CandidateTimeout, Context, Failed, describe_error
+from harness.checks.context import CandidateError, CandidateTimeout, Context, Failed, describe_error
 from harness.ops import ops_for_level
 from harness.program import Leaf, Program, Step
 

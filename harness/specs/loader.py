@@ -3,7 +3,7 @@
 A spec file holds one case (a mapping) or a list of cases; the format is
 described in ``docs/specs.md``. Files are *composed* with PyYAML rather than
 loaded, so every node keeps its position and every error names
-``file:line:column``. Expressions are compiled by ``harness._expr`` against the
+``file:line:column``. Expressions are compiled by ``harness.specs.expressions`` against the
 op table, never evaluated. A case is valid only when torch autograd (float64)
 agrees with every number it states.
 """
@@ -23,7 +23,7 @@ from typing import Any, Callable, Final, Iterable, Iterator, Sequence
 import torch
 import yaml
 
-from harness._expr import BuiltStep, ExprError, compile_expression
+from harness.specs.expressions import BuiltStep, ExprError, compile_expression
 from harness.compare import Tolerance, compare, tolerance_for
 from harness.ops import LEVELS, OPS, needs_broadcasting
 from harness.program import DTYPES, Leaf, Outcome, Program, ProgramError
@@ -47,7 +47,7 @@ __all__ = [
     "INITS",
 ]
 
-DEFAULT_SPECS_DIR: Final = Path(__file__).resolve().parent.parent / "specs"
+DEFAULT_SPECS_DIR: Final = Path(__file__).resolve().parents[2] / "specs"
 
 CONCEPTS: Final = (
     "accumulation", "order", "shapes", "requires_grad", "broadcasting", "routing",

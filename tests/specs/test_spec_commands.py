@@ -12,9 +12,9 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import spec_commands
-from harness._expr import method_names
-from harness._spec_text import MARKER, format_number
+from harness.specs import commands as spec_commands
+from harness.specs.expressions import method_names
+from harness.specs.text import MARKER, format_number
 from harness.cli import main
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.specs import load_cases

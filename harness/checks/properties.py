@@ -15,8 +15,8 @@ from typing import Any, Sequence
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky, HypothesisException
 
-from harness.checks import CORE_MEMBERS, check
-from harness.context import CandidateError, CandidateTimeout, Context, Failed, NotAttempted, Verdict, judge
+from harness.checks.targeted import CORE_MEMBERS, check
+from harness.checks.context import CandidateError, CandidateTimeout, Context, Failed, NotAttempted, Verdict, judge
 from harness.ops import OPS, ops_for_level
 from harness.program import Program
 
@@ -93,7 +93,7 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
 
 
 def _search(ctx: Context, ops: Sequence[str], share: str, **strategy_options: Any) -> None:
-    from harness.strategies import op_graphs
+    from harness.checks.strategies import op_graphs
 
     found = find_counterexample(ctx, op_graphs(ops=list(ops), **strategy_options),
                                 max_examples=round(ctx.max_examples * EXAMPLES[share]), seed_value=ctx.seed)

@@ -8,7 +8,7 @@ from typing import Callable
 import click
 
 from harness.ops import LEVELS
-from harness.report import CheckResult, Report
+from harness.report.model import CheckResult, Report
 
 __all__ = ["render_text", "render_json", "render_markdown", "RENDERERS"]
 

@@ -1,0 +1,1 @@
+"""The checks: targeted rules, random-graph properties, and what they run on (context, strategies)."""
