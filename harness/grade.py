@@ -7,6 +7,9 @@ renderers turn into text, JSON or Markdown.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from harness import __version__
 from harness.errors import HarnessError
-from harness.integrity import scan
+from harness.integrity import Findings, inspect_source
 from harness.ops import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
@@ -97,7 +100,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
     if not path.is_file():
         raise HarnessError(f"{path}: no such file")
     try:
-        source = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        source = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise HarnessError(f"{path}: cannot read the submission: {exc}") from None
     rubric = load_rubric(options.rubric)
@@ -109,17 +113,19 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
         except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
             raise HarnessError(str(exc)) from None
         timings = {"setup": time.perf_counter() - started}
-        return _grade(path, source, options, rubric, plan, sandbox, started, timings)
+        return _grade(path, source, options, rubric, plan, sandbox, started, timings,
+                      hashlib.sha256(raw).hexdigest())
     finally:
         if own_sandbox:
             sandbox.close()
 
 
 def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
-           sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
+           sandbox: Sandbox, started: float, timings: dict[str, float], sha256: str) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
 
-    static = scan(source, str(path))
+    static = inspect_source(source, str(path))
+    finish = functools.partial(_report, isolation=sandbox.isolation, sha256=sha256)
     module_name = path.stem if path.stem.isidentifier() else "solution"
     shared = Shared(deadline=started + options.time_limit)
 
@@ -135,12 +141,12 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
     except (CandidateError, CandidateTimeout) as exc:
         status = "timeout" if isinstance(exc, CandidateTimeout) else "error"
         ctx.retire()
-        return _report(path, status, exc.message, [], rubric, options, static, shared, timings)
+        return finish(path, status, exc.message, [], rubric, options, static, shared, timings)
     timings["import"] = time.perf_counter() - t0
     ctx.retire()
     if not hello.get("has_class"):
-        return _report(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
-                       options, static, shared, timings)
+        return finish(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
+                      options, static, shared, timings)
     members = set(hello.get("members", []))
     features = hello.get("features", {})
 
@@ -177,7 +183,7 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
         for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
     timings["total"] = time.perf_counter() - started
-    return _report(path, "graded", "", [results[c.id] for c in plan], rubric, options, static, shared, timings)
+    return finish(path, "graded", "", [results[c.id] for c in plan], rubric, options, static, shared, timings)
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
@@ -229,31 +235,29 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
-            options: GradeOptions, static: list[str], shared: Any, timings: dict[str, float]) -> Report:
-    violations = tuple(static) + tuple(f"at run time: {v}" for v in shared.violations)
+            options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
+            isolation: str, sha256: str) -> Report:
+    violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
     points = rubric.allot([(r.id, r.level) for r in results])
     scored = []
     for r in results:
         earned = points[r.id] if r.outcome == "passed" and status == "graded" else 0.0
-        scored.append(CheckResult(r.id, r.level, r.concept, r.title, r.outcome, r.message, earned, points[r.id],
-                                  r.details, r.seconds))
+        scored.append(dataclasses.replace(r, points=earned, max_points=points[r.id]))
     levels_used = LEVELS if options.level == "all" else (options.level,)
     levels = {
         level: {"score": sum(r.points for r in scored if r.level == level),
                 "max_score": rubric.levels.get(level, 0.0)}
         for level in levels_used
     }
-    core = levels.get("core")
-    interview = {}
-    if core is not None:
-        bar = rubric.interview_bar * core["max_score"]
-        interview = {"passed": status == "graded" and core["score"] >= bar - 1e-9, "bar": round(bar, 2),
-                     "core_score": round(core["score"], 2)}
+    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded",
+                                 needs_review=bool(static.review))
     return Report(
         file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
         max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
+        integrity_review=tuple(entry.to_dict() for entry in static.review), isolation=isolation,
+        source_sha256=sha256,
     )

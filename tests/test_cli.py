@@ -71,7 +71,9 @@ def test_json_has_the_contract_fields(monkeypatch, invoke, submission):
     data = json.loads(invoke(submission, "--format", "json").stdout)
     assert {"status", "score", "max_score", "levels", "checks", "integrity"} <= set(data)
     assert set(data["checks"][0]) >= {"id", "level", "concept", "outcome", "points", "max_points", "message"}
-    assert data["integrity"] == {"violations": []}
+    assert data["integrity"] == {"violations": [], "review": []}
+    assert {"root_causes", "isolation", "source_sha256", "candidate_text"} <= set(data)
+    assert data["checks"][0]["diagnosis"] == []
 
 
 def test_text_report_ends_with_the_scores(monkeypatch, invoke, submission):

@@ -9,9 +9,10 @@ what a scan cannot see.
 from __future__ import annotations
 
 import ast
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
-__all__ = ["scan"]
+__all__ = ["scan", "inspect_source", "Findings", "ReviewEntry"]
 
 _FORBIDDEN_MODULES: Final = ("torch.autograd", "torch.func", "functorch", "harness", "reference")
 _FORBIDDEN_ATTRS: Final = {
@@ -23,6 +24,31 @@ _FORBIDDEN_ATTRS: Final = {
     ("torch", "_C"): "torch._C internals",
 }
 _DYNAMIC_LOOKUPS: Final = {"getattr", "__import__", "import_module", "eval", "exec"}
+
+
+@dataclass(frozen=True)
+class ReviewEntry:
+    """A construct that is not proof of cheating but that a person should read."""
+
+    line: int
+    construct: str
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "construct": self.construct, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Findings:
+    violations: tuple[str, ...] = ()
+    """Proof of torch autograd use: score 0, exit 4."""
+    review: tuple[ReviewEntry, ...] = ()
+    """Suspicious constructs: the grade stands, the interview bar waits for a person."""
+
+
+def inspect_source(source: str, filename: str = "<submission>") -> Findings:
+    """Everything the static scan finds in ``source``."""
+    return Findings(violations=tuple(scan(source, filename)))
 
 
 def scan(source: str, filename: str = "<submission>") -> list[str]:

@@ -9,6 +9,8 @@ __all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code"]
 
 OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
 STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
+CANDIDATE_TEXT_FIELDS: Final = ("message", "checks[].message", "checks[].details", "output", "root_causes[].snippet")
+"""JSON fields whose text may have been written by the submission."""
 
 
 @dataclass(frozen=True)
@@ -24,12 +26,15 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     """Worst element, snippet, hint, seed, timings: whatever explains the outcome."""
     seconds: float = 0.0
+    diagnosis: tuple[str, ...] = ()
+    """Ids of catalogued bugs that reproduce this failure, best fit first."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["points"] = round(self.points, 2)
         out["max_points"] = round(self.max_points, 2)
         out["seconds"] = round(self.seconds, 3)
+        out["diagnosis"] = list(self.diagnosis)
         return out
 
 
@@ -49,6 +54,13 @@ class Report:
     output: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     grader_version: str = ""
+    integrity_review: tuple[dict[str, Any], ...] = ()
+    """Suspicious constructs that are not proof: ``{"line", "construct", "why"}`` each."""
+    root_causes: tuple[dict[str, Any], ...] = ()
+    """Failures grouped by the bug that explains them, the one to fix first first."""
+    isolation: str = "basic"
+    """How the submission was confined: "sandbox" (bubblewrap) or "basic"."""
+    source_sha256: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report. The fields of the published contract always exist; others may be added."""
@@ -62,11 +74,18 @@ class Report:
                        for k, v in self.levels.items()},
             "interview": self.interview,
             "checks": [c.to_dict() for c in self.checks],
-            "integrity": {"violations": list(self.integrity_violations)},
+            "integrity": {"violations": list(self.integrity_violations),
+                          "review": [dict(entry) for entry in self.integrity_review]},
+            "root_causes": [dict(cause) for cause in self.root_causes],
+            "isolation": self.isolation,
+            "source_sha256": self.source_sha256,
             "seed": self.seed,
             "output": self.output,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "grader_version": self.grader_version,
+            # Text in these fields may come from the submission (its exceptions, output,
+            # values): a consumer must escape it wherever it shows it.
+            "candidate_text": list(CANDIDATE_TEXT_FIELDS),
         }
 
 

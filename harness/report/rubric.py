@@ -37,6 +37,20 @@ class Rubric:
                 points[cid] = self.levels.get(level, 0.0) * self.weight(cid) / total if total else 0.0
         return points
 
+    def interview(self, core: Mapping[str, float] | None, checks: Sequence[Any], *, graded: bool,
+                  needs_review: bool) -> dict[str, Any]:
+        """The interview verdict: the core level's score against the bar, and whether a person must read the code.
+
+        ``checks`` are the scored results; only the core level decides the interview.
+        """
+        if core is None:
+            return {}
+        bar = self.interview_bar * core["max_score"]
+        gates_failed: list[str] = []
+        passed = graded and core["score"] >= bar - 1e-9 and not gates_failed and not needs_review
+        return {"passed": passed, "bar": round(bar, 2), "core_score": round(core["score"], 2),
+                "needs_review": needs_review, "gates_failed": gates_failed}
+
 
 def load_rubric(path: Path | None = None) -> Rubric:
     if path is None:

@@ -91,6 +91,15 @@ class Worker:
         except OSError:
             pass
 
+    def cpu_seconds(self) -> float:
+        """CPU time the worker process has used so far, read from the kernel (never reported by the worker)."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def output(self) -> dict[str, str]:
         """The submission's captured stdout/stderr, capped and marked when cut."""
         streams = {}
@@ -110,6 +119,9 @@ class Worker:
 
 class Sandbox:
     """A zygote process plus the workers forked from it, for one submission at a time."""
+
+    isolation = "basic"
+    """How submissions are confined: "sandbox" (bubblewrap) or "basic" (a child process with rlimits)."""
 
     def __init__(self, limits: Limits = Limits()) -> None:
         self.limits = limits
