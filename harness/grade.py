@@ -195,24 +195,24 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         return CheckResult(**base, outcome="skipped", message=f"skipped: {skip}")
     ctx.begin(time.perf_counter() + planned.timeout, fresh=planned.isolated)
     t = time.perf_counter()
-    outcome, message, details = "passed", "", {}
+    outcome, message, details, evidence = "passed", "", {}, None
     try:
         planned.run(ctx)
     except Failed as exc:
-        outcome, message, details = "failed", exc.message, exc.details
+        outcome, message, details, evidence = "failed", exc.message, exc.details, exc.evidence
     except NotAttempted as exc:
         outcome, message = "not_attempted", f"not attempted: {exc.message}"
     except CandidateTimeout as exc:
-        outcome, message, details = "timeout", exc.message, exc.details
+        outcome, message, details, evidence = "timeout", exc.message, exc.details, exc.evidence
     except CandidateError as exc:
-        outcome, message, details = "error", exc.message, exc.details
+        outcome, message, details, evidence = "error", exc.message, exc.details, exc.evidence
     except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
     if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
-    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed)
+    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
 
 
 _FEATURES = {

@@ -19,16 +19,35 @@ from harness.compare import DEFAULT_TOLERANCE, Mismatch, Tolerance, compare, tol
 from harness.program import Outcome, Program, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 
-__all__ = ["Context", "Observation", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted"]
+__all__ = ["Context", "Observation", "Evidence", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted"]
 
 
 class CheckEnded(Exception):
-    """Ends a check with a message for the candidate and ``details`` that explain it."""
+    """Ends a check with a message for the candidate and ``details`` that explain it.
+
+    ``evidence`` is what the grader itself needs later (the diagnosis replays it):
+    the failing ``Program``, the candidate's ``Observation`` and torch's ``Outcome``.
+    It never goes into a rendered report.
+    """
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
+        self.evidence: Evidence | None = None
+
+    def with_evidence(self, evidence: Evidence) -> CheckEnded:
+        self.evidence = evidence
+        return self
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A failing run, kept as objects for the grader: never rendered, never sent anywhere."""
+
+    program: Program
+    observation: Observation | None
+    expected: Outcome | None
 
 
 class Failed(CheckEnded):
@@ -230,7 +249,7 @@ class Context:
         expected = expected or program.run_torch()
         mismatch = judge(program, observation, expected, parts, tolerance)
         if mismatch is not None:
-            raise_for(program, mismatch, self.module_name, self.class_name, hint, expected)
+            raise_for(program, mismatch, self.module_name, self.class_name, hint, expected, observation)
         return observation
 
 
@@ -301,13 +320,14 @@ def _tolerances(program: Program, override: Tolerance | None):
 
 
 def raise_for(program: Program, verdict: Verdict, module: str, class_name: str, hint: str | None,
-              expected: Outcome | None = None) -> None:
+              expected: Outcome | None = None, observation: Observation | None = None) -> None:
     details: dict[str, Any] = {"graph": program.expression(),
                                "snippet": program.snippet(module, class_name, expected)}
     if hint:
         details["hint"] = hint
     if verdict.mismatch is not None:
         details["worst"] = verdict.mismatch.to_dict()
+    evidence = Evidence(program, observation, expected)
     if verdict.kind == "error":
-        raise CandidateError(verdict.message, **details)
-    raise Failed(verdict.message, **details)
+        raise CandidateError(verdict.message, **details).with_evidence(evidence)
+    raise Failed(verdict.message, **details).with_evidence(evidence)

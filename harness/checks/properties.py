@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky, HypothesisException
 
 from harness.checks.targeted import CORE_MEMBERS, check
-from harness.checks.context import CandidateError, CandidateTimeout, Context, Failed, NotAttempted, Verdict, judge
+from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, Observation,
+                                    Verdict, judge)
 from harness.ops import OPS, ops_for_level
 from harness.program import Program
 
@@ -34,6 +35,7 @@ class _Found(Exception):
 class Counterexample:
     program: Program
     verdict: Verdict
+    observation: Observation | None = None
 
 
 def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int) -> Counterexample | None:
@@ -51,9 +53,9 @@ def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_
     def prop(program: Program) -> None:
         if stopped:
             return
-        verdict = _verdict(ctx, program)
+        verdict, observation = _verdict(ctx, program)
         if verdict is not None:
-            last["found"] = Counterexample(program, verdict)
+            last["found"] = Counterexample(program, verdict, observation)
             if verdict.kind == "timeout":
                 stopped.append(True)
             raise _Found()
@@ -68,14 +70,14 @@ def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_
     return last.get("found")
 
 
-def _verdict(ctx: Context, program: Program) -> Verdict | None:
+def _verdict(ctx: Context, program: Program) -> tuple[Verdict | None, Observation | None]:
     try:
         obs = ctx.run(program, timeout=5.0)
     except CandidateTimeout as exc:
-        return Verdict("timeout", exc.message)
+        return Verdict("timeout", exc.message), None
     except CandidateError as exc:
-        return Verdict("error", exc.message)
-    return judge(program, obs, program.run_torch(), ("error", "values", "requires_grad", "grads"))
+        return Verdict("error", exc.message), None
+    return judge(program, obs, program.run_torch(), ("error", "values", "requires_grad", "grads")), obs
 
 
 def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
@@ -87,9 +89,10 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
     if verdict.mismatch is not None:
         details["worst"] = verdict.mismatch.to_dict()
     message = f"smallest failing graph: {program.expression()} -> {verdict.message}"
+    evidence = Evidence(program, found.observation, program.run_torch())
     if verdict.kind in ("error", "timeout"):
-        raise CandidateError(message, **details)
-    raise Failed(message, **details)
+        raise CandidateError(message, **details).with_evidence(evidence)
+    raise Failed(message, **details).with_evidence(evidence)
 
 
 def _search(ctx: Context, ops: Sequence[str], share: str, **strategy_options: Any) -> None:

@@ -28,9 +28,12 @@ class CheckResult:
     seconds: float = 0.0
     diagnosis: tuple[str, ...] = ()
     """Ids of catalogued bugs that reproduce this failure, best fit first."""
+    evidence: Any = field(default=None, compare=False, repr=False)
+    """The failing run as objects (``checks.context.Evidence``), for the diagnosis; never serialised."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("evidence")
         out["points"] = round(self.points, 2)
         out["max_points"] = round(self.max_points, 2)
         out["seconds"] = round(self.seconds, 3)

@@ -4,6 +4,6 @@ The parent side is standard library only, so a sandbox can start importing
 torch before the grader imports it too.
 """
 
-from harness.sandbox.launch import OUTPUT_CAP, Limits, Sandbox, Worker, WorkerDied, WorkerTimeout
+from harness.sandbox.launch import OUTPUT_CAP, Limits, Sandbox, Worker, WorkerDied, WorkerTimeout, bubblewrap_missing
 
-__all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP"]
+__all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP", "bubblewrap_missing"]

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.sandbox.channel import ChannelError, recv_message, send_message
 
-__all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP"]
+__all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP", "bubblewrap_missing"]
 
 OUTPUT_CAP = 4000
 """Characters of a submission's stdout/stderr kept per stream."""
@@ -34,6 +34,13 @@ class Limits:
     memory_mb: int = 2048
     import_seconds: float = 20.0
     start_seconds: float = 60.0
+
+
+def bubblewrap_missing() -> str | None:
+    """Why submissions cannot run in a bubblewrap sandbox here, or None when they can."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap, dnf install bubblewrap or pacman -S bubblewrap)"
+    return None
 
 
 class WorkerDied(Exception):
