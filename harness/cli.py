@@ -24,7 +24,7 @@ LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
-    LAZY = {"spec": ("harness.specs.commands", "spec")}
+    LAZY = {"spec": ("harness.specs.commands", "spec"), "batch": ("harness.batch.command", "batch")}
     """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -55,6 +55,7 @@ def main(ctx: click.Context) -> None:
       grade solution.py --format json the JSON report, for other tools
       grade init [PATH]               write the candidate template
       grade spec check [PATH...]      validate YAML graph cases
+      grade batch FOLDER -o OUT       grade a folder of submissions for interviewers
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
@@ -78,8 +79,11 @@ def main(ctx: click.Context) -> None:
 @click.option("--memory-mb", type=click.IntRange(64), default=2048, show_default=True,
               help="Memory limit of the submission's process.")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write the report as JSON, Markdown and text into this folder.")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], rubric: Path | None,
-               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool) -> None:
+               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
+               output_dir: Path | None) -> None:
     """Grade the submission PATH."""
     from harness.sandbox import Limits, Sandbox
 
@@ -102,12 +106,23 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
             except HarnessError as exc:
                 _fail(str(exc))
             click.echo(RENDERERS[fmt](report, colour))
+            if output_dir is not None:
+                _write_formats(report, output_dir, path.stem)
             if not watch:
                 sys.exit(exit_code(report))
             _wait_for_change(path)
             click.clear() if colour else click.echo("\n" + "=" * 60 + "\n")
     finally:
         sandbox.close()
+
+
+def _write_formats(report, folder: Path, stem: str) -> None:
+    from harness.report.files import write_formats
+
+    try:
+        write_formats(report, folder, stem)
+    except OSError as exc:
+        _fail(f"{folder}: cannot write the reports: {exc.strerror}")
 
 
 def _settle_after_imports() -> None:

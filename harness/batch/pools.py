@@ -1,0 +1,90 @@
+"""Where a batch's grading happens: on this machine (threads), or on a Dask cluster (``harness.batch.remote``).
+
+A pool's ``results(submissions)`` yields each ``Graded`` as it finishes. Closing
+the generator (an interrupted batch) cancels what has not started and kills the
+sandboxes of what is running; their half-done grades are dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Iterator, Sequence
+
+from harness.batch.collect import Submission
+from harness.batch.grading import Graded, grade_one
+from harness.grade import GradeOptions
+from harness.sandbox import Limits, Sandbox
+
+__all__ = ["LocalPool", "SandboxSource"]
+
+
+class SandboxSource:
+    """Where each submission's sandbox comes from: a fresh one per submission, never reused.
+
+    Today each is a new ``Sandbox`` whose zygote imports torch; a pre-warmed template
+    that forks sandboxed zygotes replaces the body of ``new`` (and of ``close``) alone.
+    """
+
+    def __init__(self, options: GradeOptions) -> None:
+        self.limits = Limits(memory_mb=options.memory_mb)
+
+    def new(self) -> Sandbox:
+        return Sandbox.launch(self.limits)
+
+    def close(self) -> None:
+        pass
+
+
+class LocalPool:
+    """Grades ``jobs`` submissions at a time in threads of this process.
+
+    Threads, not processes: a grade spends its time waiting on its sandbox's workers
+    or in hypothesis and torch (which release the GIL in their heavy parts), the
+    grader's torch is imported once, and an interrupt reaches one process only.
+    """
+
+    def __init__(self, options: GradeOptions, jobs: int, sandboxes: SandboxSource | None = None) -> None:
+        self.options = options
+        self.jobs = max(1, jobs)
+        self.sandboxes = sandboxes or SandboxSource(options)
+
+    def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]:
+        stopping = threading.Event()
+        lock = threading.Lock()
+        live: dict[int, Sandbox] = {}
+
+        def work(sub: Submission) -> Graded | None:
+            if stopping.is_set():
+                return None
+            key = threading.get_ident()
+
+            def track(sandbox: Sandbox | None) -> None:
+                with lock:
+                    if sandbox is None:
+                        live.pop(key, None)
+                    elif stopping.is_set():
+                        sandbox.close()
+                    else:
+                        live[key] = sandbox
+
+            return grade_one(sub, self.options, self.sandboxes.new, track)
+
+        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="grade")
+        pending = {pool.submit(work, sub) for sub in submissions}
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    graded = future.result()
+                    if graded is not None:
+                        yield graded
+        finally:
+            stopping.set()
+            for future in pending:
+                future.cancel()
+            with lock:
+                for sandbox in live.values():
+                    sandbox.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.sandboxes.close()

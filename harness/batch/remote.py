@@ -1,0 +1,133 @@
+"""Grading a batch on a Dask distributed cluster (``grade batch --scheduler ADDRESS``).
+
+Each submission is one task. The task carries the submission's source and the
+rubric and spec files the batch uses, so a worker needs no shared folder: only
+the grader installed at the same version, and bubblewrap (the task refuses to
+grade without it unless the batch allows basic isolation). On the worker the
+task grades exactly as ``grade batch`` does on one machine, in a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from harness import __version__
+from harness.batch.collect import Submission
+from harness.batch.grading import Graded, grade_one, not_graded
+from harness.errors import HarnessError
+from harness.grade import GradeOptions
+
+__all__ = ["DaskPool", "grade_task"]
+
+_SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+class DaskPool:
+    """Sends each submission to a Dask cluster as one task; yields the results as they come back."""
+
+    def __init__(self, address: str, options: GradeOptions, *, allow_basic_isolation: bool = False,
+                 connect_seconds: float = 20.0) -> None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise HarnessError("--scheduler needs Dask: pip install 'autograd-grader[dask]'") from None
+        try:
+            self.client = Client(address, timeout=connect_seconds)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise HarnessError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        self.options = options
+        self.allow_basic = allow_basic_isolation
+        self.files = _pack_settings(options)
+
+    def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]:
+        from distributed import as_completed
+
+        fields = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)
+                  if f.name not in ("specs", "rubric")}
+        by_key = {}
+        futures = []
+        for sub in submissions:
+            source = sub.path.read_bytes() if sub.path is not None and not sub.problem else None
+            future = self.client.submit(
+                grade_task, sub.id, sub.origin, sub.path.name if sub.path else "", source, sub.problem, fields,
+                self.files, __version__, self.allow_basic, pure=False, key=f"grade-{sub.id}-{time.time_ns()}",
+            )
+            by_key[future.key] = sub
+            futures.append(future)
+        try:
+            for future in as_completed(futures):
+                sub = by_key[future.key]
+                if future.status == "finished":
+                    yield future.result()
+                else:  # the task itself failed (its worker died, say): the row says so
+                    reason = future.exception() if future.status == "error" else future.status
+                    report = not_graded(sub, self.options, f"the Dask task failed: {reason}", time.perf_counter())
+                    from harness.report.render import render_markdown
+
+                    yield Graded(sub.id, report.to_dict(), render_markdown(report) + "\n")
+        finally:
+            self.client.cancel(futures)
+            self.client.close()
+
+
+def _pack_settings(options: GradeOptions) -> dict[str, Any]:
+    """The rubric's text and the spec files' bytes (by root and relative path), for tasks to rebuild."""
+    specs = []
+    for root in options.specs:
+        root = Path(root)
+        if root.is_dir():
+            files = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+                     if p.is_file() and p.suffix in _SPEC_SUFFIXES}
+        else:
+            files = {root.name: root.read_bytes()}
+        specs.append({"dir": root.is_dir(), "files": files})
+    rubric = Path(options.rubric).read_bytes() if options.rubric else None
+    return {"specs": specs, "rubric": rubric}
+
+
+def grade_task(sid: str, origin: str, name: str, source: bytes | None, problem: str, fields: dict[str, Any],
+               files: dict[str, Any], version: str, allow_basic: bool) -> Graded:
+    """What runs on a Dask worker: rebuild the submission and settings in a temp folder, grade, clean up."""
+    from harness.batch.pools import SandboxSource
+    from harness.sandbox import bubblewrap_missing
+
+    scratch = Path(tempfile.mkdtemp(prefix="grade-task-"))
+    try:
+        options = _rebuild_options(fields, files, scratch)
+        sub_path = None
+        if source is not None:
+            sub_path = scratch / "submission" / name
+            sub_path.parent.mkdir()
+            sub_path.write_bytes(source)
+        sub = Submission(sid, sub_path, origin, problem)
+        refusal = ""
+        if version != __version__:
+            refusal = f"the Dask worker runs grader {__version__}, the batch {version}: install the same version"
+        elif not allow_basic and (missing := bubblewrap_missing()):
+            refusal = f"the Dask worker cannot sandbox the submission: {missing}"
+        if refusal:
+            sub = dataclasses.replace(sub, problem=refusal)
+        return grade_one(sub, options, SandboxSource(options).new)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _rebuild_options(fields: dict[str, Any], files: dict[str, Any], scratch: Path) -> GradeOptions:
+    specs = []
+    for i, root in enumerate(files["specs"]):
+        base = scratch / "specs" / str(i)
+        for rel, data in root["files"].items():
+            target = base / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        specs.append(base if root["dir"] else base / next(iter(root["files"])))
+    rubric = None
+    if files["rubric"] is not None:
+        rubric = scratch / "rubric.yaml"
+        rubric.write_bytes(files["rubric"])
+    return GradeOptions(**fields, specs=tuple(specs), rubric=rubric)
