@@ -120,12 +120,12 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
             for parts in sorted(parts_list):
                 try:
                     data = _read_member(zf, members[parts])
-                except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError, OSError, EOFError) as exc:
+                except Exception as exc:  # corrupt, bad CRC, encrypted, unknown compression: this row's problem
                     problem = problem or f"cannot read {'/'.join(parts)} from the zip: {exc}"
                     continue
                 total += len(data)
                 if total > ARCHIVE_BYTES:
-                    raise HarnessError(f"{archive}: more than {ARCHIVE_BYTES // 2**20} MiB to unpack")
+                    raise HarnessError(f"{archive}: more than {_size(ARCHIVE_BYTES)} to unpack")
                 target = scratch.joinpath(*parts[len(prefix):])
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
@@ -143,12 +143,16 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
 def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """The member's bytes, refusing more than MEMBER_BYTES whatever its header claims."""
     if info.file_size > MEMBER_BYTES:
-        raise ValueError(f"larger than {MEMBER_BYTES // 2**20} MiB")
+        raise ValueError(f"larger than {_size(MEMBER_BYTES)}")
     with zf.open(info) as f:
         data = f.read(MEMBER_BYTES + 1)
     if len(data) > MEMBER_BYTES:
-        raise ValueError(f"larger than {MEMBER_BYTES // 2**20} MiB")
+        raise ValueError(f"larger than {_size(MEMBER_BYTES)}")
     return data
+
+
+def _size(n: int) -> str:
+    return f"{n // 2**20} MiB" if n >= 2**20 else f"{n // 2**10} KiB"
 
 
 def _unique_ids(found: list[Submission]) -> list[Submission]:

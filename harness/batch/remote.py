@@ -25,19 +25,20 @@ from harness.grade import GradeOptions
 __all__ = ["DaskPool", "grade_task"]
 
 _SPEC_SUFFIXES = (".yaml", ".yml")
+CONNECT_SECONDS = 10.0
+"""How long to keep trying to reach the scheduler before giving up."""
 
 
 class DaskPool:
     """Sends each submission to a Dask cluster as one task; yields the results as they come back."""
 
-    def __init__(self, address: str, options: GradeOptions, *, allow_basic_isolation: bool = False,
-                 connect_seconds: float = 20.0) -> None:
+    def __init__(self, address: str, options: GradeOptions, *, allow_basic_isolation: bool = False) -> None:
         try:
             from distributed import Client
         except ImportError:
             raise HarnessError("--scheduler needs Dask: pip install 'autograd-grader[dask]'") from None
         try:
-            self.client = Client(address, timeout=connect_seconds)
+            self.client = Client(address, timeout=CONNECT_SECONDS)
         except (OSError, TimeoutError, ValueError) as exc:
             raise HarnessError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self.options = options

@@ -118,19 +118,25 @@ def render_csv(summary: Mapping[str, Any]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     maximum = summary["maximum"]
-    writer.writerow(["(maximum)", "", maximum["score"], maximum["score"], "", "", "", "", "", "",
-                     *(maximum["levels"][level] for level in levels),
-                     *(maximum["concepts"][c] for c in concepts), "", "", "", ""])
+    writer.writerow(["(maximum)", "", _points(maximum["score"]), _points(maximum["score"]), "", "", "", "", "", "",
+                     *(_points(maximum["levels"][level]) for level in levels),
+                     *(_points(maximum["concepts"][c]) for c in concepts), "", "", "", ""])
     for row in summary["submissions"]:
         writer.writerow([
-            _cell(row["id"]), row["status"], row["score"], row["max_score"], _flag(row["interview_passed"]),
+            _cell(row["id"]), row["status"], _points(row["score"]), _points(row["max_score"]),
+            _flag(row["interview_passed"]),
             _flag(row["needs_review"]), _cell(";".join(row["gates_failed"])), row["review_flags"], row["violations"],
             row["checks_failed"],
-            *(row["levels"].get(level, "") for level in levels),
-            *(row["concepts"].get(c, "") for c in concepts),
+            *(_points(row["levels"].get(level)) for level in levels),
+            *(_points(row["concepts"].get(c)) for c in concepts),
             _cell(";".join(row["root_causes"])), row["source_sha256"], row["seconds"], _cell(row["message"]),
         ])
     return out.getvalue()
+
+
+def _points(value: Any) -> str:
+    """Points as the JSON rounds them, always with a decimal point; empty where a row has none."""
+    return "" if value is None else str(round(float(value), 2))
 
 
 def _flag(value: Any) -> str:
