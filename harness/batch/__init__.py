@@ -3,13 +3,6 @@
 collect.py (folders and zips -> submissions), grading.py (one submission, whatever
 happens), pools.py (threads here) and remote.py (a Dask cluster), runner.py (the
 output folder, resume, summaries), similarity.py (alike pairs), progress.py,
-command.py (``grade batch``).
+command.py (``grade batch``). Nothing is imported here: ``grade --help`` lists the
+command without importing torch.
 """
-
-from harness.batch.collect import Submission, collect
-from harness.batch.grading import Graded, grade_one
-from harness.batch.pools import LocalPool, SandboxSource
-from harness.batch.runner import BatchInterrupted, Outputs, run_batch, settings_record
-
-__all__ = ["Submission", "collect", "Graded", "grade_one", "LocalPool", "SandboxSource", "BatchInterrupted",
-           "Outputs", "run_batch", "settings_record"]

@@ -73,6 +73,9 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
         except HarnessError as exc:
             progress.close()
             _fail(str(exc))
+        except OSError as exc:
+            progress.close()
+            _fail(f"{exc.filename or outdir}: cannot write: {exc.strerror or exc}")
         except BatchInterrupted as stop:
             progress.close()
             run = stop.run

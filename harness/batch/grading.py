@@ -47,17 +47,19 @@ def grade_one(sub: Submission, options: GradeOptions, new_sandbox: Callable[[], 
     if sub.problem or sub.path is None:
         report = not_graded(sub, options, sub.problem or "nothing to grade", started)
     else:
-        sandbox = new_sandbox()
-        on_sandbox(sandbox)
+        sandbox = None
         try:
+            sandbox = new_sandbox()
+            on_sandbox(sandbox)
             report = grade(sub.path, options, sandbox)
         except HarnessError as exc:  # the file itself (not UTF-8, unreadable): the candidate's row says why
             report = not_graded(sub, options, str(exc), started)
         except Exception as exc:  # a fault of the grader's: keep the batch going, say so in this row
             report = not_graded(sub, options, f"internal grader error: {type(exc).__name__}: {exc}", started)
         finally:
-            on_sandbox(None)
-            sandbox.close()
+            if sandbox is not None:
+                on_sandbox(None)
+                sandbox.close()
     if report.file != sub.origin:
         report = dataclasses.replace(report, file=sub.origin)
     data = report.to_dict()

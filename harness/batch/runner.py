@@ -95,8 +95,8 @@ def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> bool:
     if earlier and not resume:
         raise HarnessError(f"{outdir}: already holds batch results (add --resume to continue them, "
                            "or choose another folder)")
+    results.mkdir(parents=True, exist_ok=True)
     try:
-        results.mkdir(parents=True, exist_ok=True)
         previous = json.loads((outdir / "settings.json").read_text()) if earlier else None
     except (OSError, ValueError):
         previous = None

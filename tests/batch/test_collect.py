@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from harness.batch import collect as collect_module
 from harness.batch.collect import collect
 from harness.errors import HarnessError
 
@@ -82,7 +82,7 @@ def test_an_unreadable_member_still_gets_a_row(tmp_path, monkeypatch):
     start = info.header_offset + 30 + len(info.filename) + len(info.extra)
     data[start:start + 4] = b"\xff\xff\xff\xff"
     archive.write_bytes(bytes(data))
-    monkeypatch.setattr(sys.modules["harness.batch.collect"], "MEMBER_BYTES", 4096)
+    monkeypatch.setattr(collect_module, "MEMBER_BYTES", 4096)
     rows = {s.id: s for s in collect(archive, "solution.py", tmp_path / "s")}
     assert rows["ok"].path is not None and rows["ok"].problem == ""
     assert rows["bad"].path is None and rows["bad"].problem.startswith("cannot read bad.py from the zip: ")

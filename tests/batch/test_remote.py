@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from harness.batch import remote
 from harness.batch.remote import grade_task
 from harness.cli import main
 
@@ -64,7 +64,7 @@ def test_a_worker_of_another_version_refuses(tmp_path):
 
 
 def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(sys.modules["harness.batch.remote"], "CONNECT_SECONDS", 1.0)
+    monkeypatch.setattr(remote, "CONNECT_SECONDS", 1.0)
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "a.py").write_text("x = 1\n")

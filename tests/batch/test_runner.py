@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,14 +15,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.batch import LocalPool, Submission, collect
+from harness.batch import grading, pools
+from harness.batch.collect import Submission, collect
+from harness.batch.pools import LocalPool
 from harness.batch.runner import BatchInterrupted, run_batch, settings_record
 from harness.cli import main
 from harness.grade import GradeOptions
 from harness.report.model import CheckResult, Report
 
-grading = sys.modules["harness.batch.grading"]
-pools = sys.modules["harness.batch.pools"]
 
 
 class FakeSandbox:
@@ -120,6 +119,18 @@ def test_a_fault_of_the_grader_is_one_row(fake, subs, tmp_path):
     assert json.loads((out / "results" / "ann.json").read_text())["status"] == "graded"
 
 
+def test_a_sandbox_that_cannot_start_is_one_row(fake, subs, tmp_path, monkeypatch):
+    def broken(self):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(pools.SandboxSource, "new", broken)
+    assert invoke(subs, "-o", tmp_path / "out").exit_code == 0
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())["submissions"]
+    assert {(r["status"], r["message"]) for r in rows} == {
+        ("error", "internal grader error: OSError: no space left on device")}
+    assert len(rows) == 3
+
+
 def test_without_bubblewrap_the_batch_refuses(fake, subs, tmp_path, monkeypatch):
     monkeypatch.setattr("harness.sandbox.bubblewrap_missing", lambda: "bubblewrap is not installed")
     result = invoke(subs, "-o", tmp_path / "out")
@@ -128,6 +139,14 @@ def test_without_bubblewrap_the_batch_refuses(fake, subs, tmp_path, monkeypatch)
                              "is not installed; pass --allow-basic-isolation to grade without it\n")
     assert not (tmp_path / "out").exists()
     assert invoke(subs, "-o", tmp_path / "out", "--allow-basic-isolation").exit_code == 0
+
+
+def test_an_output_folder_that_cannot_be_made_is_a_one_line_error(fake, subs, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = invoke(subs, "-o", blocker / "out")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {blocker / 'out' / 'results'}: cannot write: Not a directory\n"
 
 
 def test_bad_settings_are_found_before_grading(fake, subs, tmp_path):
