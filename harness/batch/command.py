@@ -52,7 +52,6 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
               "pass --allow-basic-isolation to grade without it")
     options = _options(grade_options)
     scratch = Path(tempfile.mkdtemp(prefix="grade-batch-"))
-    progress = None
     try:
         try:
             _check_settings(options)
@@ -61,15 +60,16 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
             pool = _pool(options, jobs, scheduler, allow_basic_isolation)
         except HarnessError as exc:
             _fail(str(exc))
-        _settle_after_imports()
         from harness.batch.progress import Progress
+        from harness.cli import _settle_after_imports
 
+        _settle_after_imports()
         progress = Progress(len(submissions))
         outputs = Outputs(gradescope=gradescope, junit=junit,
                           similarity_threshold=THRESHOLD if similarity_threshold is None else similarity_threshold)
         try:
             run = run_batch(submissions, pool, outdir, settings, resume=resume, outputs=outputs,
-                            on_result=progress.finished)
+                            on_result=progress.finished, on_reused=progress.reused)
         except HarnessError as exc:
             progress.close()
             _fail(str(exc))
@@ -123,12 +123,6 @@ def _pool(options, jobs: int, scheduler: str | None, allow_basic: bool):
     from harness.batch.pools import LocalPool
 
     return LocalPool(options, jobs)
-
-
-def _settle_after_imports() -> None:
-    from harness.cli import _settle_after_imports as settle
-
-    settle()
 
 
 def _fail(message: str) -> None:

@@ -20,12 +20,11 @@ class Progress:
     prints one line and nothing else is written.
     """
 
-    def __init__(self, total: int, *, stream: TextIO | None = None, live: bool | None = None,
-                 already: int = 0) -> None:
+    def __init__(self, total: int, *, stream: TextIO | None = None, live: bool | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total = total
-        self.done = already
+        self.done = 0
         self.graded_now = 0
         self.failures = 0
         self.review = 0
@@ -36,6 +35,14 @@ class Progress:
         if self.live:
             self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
             self._ticker.start()
+
+    def reused(self, count: int) -> None:
+        """Count results kept from an earlier run as done (they take no time, so no part in the ETA)."""
+        with self._lock:
+            self.done += count
+            if count and not self.live:
+                self.stream.write(f"[{self.done}/{self.total}] {count} kept from an earlier run\n")
+                self.stream.flush()
 
     def finished(self, sid: str, report: Mapping[str, Any]) -> None:
         """Count one finished submission and show it."""

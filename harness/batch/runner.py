@@ -129,10 +129,12 @@ def write_result(outdir: Path, graded: Graded) -> None:
 
 def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
               resume: bool = False, outputs: Outputs = Outputs(),
-              on_result: Callable[[str, Mapping[str, Any]], None] = lambda sid, report: None) -> BatchRun:
+              on_result: Callable[[str, Mapping[str, Any]], None] = lambda sid, report: None,
+              on_reused: Callable[[int], None] = lambda count: None) -> BatchRun:
     """Grade ``submissions`` with ``pool`` into ``outdir`` and write the summaries.
 
-    Each result is written as soon as it finishes. A KeyboardInterrupt stops the
+    Each result is written as soon as it finishes (``on_result`` hears of it; ``on_reused``
+    of how many earlier results were kept). A KeyboardInterrupt stops the
     grading; the results finished so far are kept and summarised (``complete``
     false, the rest listed as ``pending``) before it is raised again.
     """
@@ -147,6 +149,7 @@ def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, setti
                 finished[sub.id] = earlier
                 reused.append(sub.id)
     todo = [sub for sub in submissions if sub.id not in finished]
+    on_reused(len(reused))
     interrupted = False
     try:
         with contextlib.closing(pool.results(todo)) as stream:

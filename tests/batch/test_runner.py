@@ -91,6 +91,7 @@ def test_resume_grades_only_what_changed(fake, subs, tmp_path):
     assert sorted(calls) == ["bo.py", "dee.py"]
     assert (out / "results" / "ann.json").read_text() == ann_before
     assert "graded 4 submissions (2 from an earlier run)" in result.stdout
+    assert "[2/4] 2 kept from an earlier run" in result.stderr and "[4/4] " in result.stderr
     rows = {r["id"]: r["score"] for r in json.loads((out / "summary.json").read_text())["submissions"]}
     assert rows == {"ann": 9, "bo": 5, "cy": 10, "dee": 8}
     calls.clear()
