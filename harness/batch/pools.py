@@ -41,8 +41,8 @@ class LocalPool:
 
     Threads, not processes: a grade spends most of its time waiting on its sandbox's
     processes (the grader's own share, hypothesis and the torch oracle, was 40% of the
-    CPU time of a core-level batch, its torch import included), the grader imports torch once, and
-    an interrupt reaches one process, which closes every running sandbox.
+    CPU time of a core-level batch, its torch import included); the grader imports
+    torch once; and an interrupt reaches one process, which closes every running sandbox.
     """
 
     def __init__(self, options: GradeOptions, jobs: int, sandboxes: SandboxSource | None = None) -> None:
