@@ -67,22 +67,23 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
         progress = Progress(len(submissions))
         outputs = Outputs(gradescope=gradescope, junit=junit,
                           similarity_threshold=THRESHOLD if similarity_threshold is None else similarity_threshold)
+        run, failure = None, ""
         try:
             run = run_batch(submissions, pool, outdir, settings, resume=resume, outputs=outputs,
                             on_result=progress.finished, on_reused=progress.reused)
-        except HarnessError as exc:
-            progress.close()
-            _fail(str(exc))
-        except OSError as exc:
-            progress.close()
-            _fail(f"{exc.filename or outdir}: cannot write: {exc.strerror or exc}")
         except BatchInterrupted as stop:
-            progress.close()
             run = stop.run
+        except HarnessError as exc:
+            failure = str(exc)
+        except OSError as exc:
+            failure = f"{exc.filename or outdir}: cannot write: {exc.strerror or exc}"
+        progress.close()  # before anything else is printed: the progress line may be unfinished
+        if failure:
+            _fail(failure)
+        if run.interrupted:
             click.echo(f"interrupted: {len(run.reports)} of {len(submissions)} graded, results kept in {outdir}; "
                        "run again with --resume to finish", err=True)
             sys.exit(130)
-        progress.close()
         counts = run.summary["counts"]
         reused = f" ({len(run.reused)} from an earlier run)" if run.reused else ""
         click.echo(f"graded {counts['total']} submissions{reused}: {counts['interview_passed']} passed the interview "
