@@ -1,8 +1,9 @@
 """Finding the submissions of a batch: a folder of ``.py`` files, a folder of folders, or a ``.zip`` of either.
 
 Every submission found becomes a ``Submission``, also one that cannot be graded
-(a folder without its entry file, a zip member that cannot be read): those carry
-the reason as ``problem`` and still get a row in the results.
+(a file that is not ``.py``, a folder without its entry file, a zip member that
+cannot be read): those carry the reason as ``problem`` and still get a row in the
+results, so that no candidate goes missing unseen. Hidden files are left out.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ARCHIVE_BYTES = 512 * 1024 * 1024
 """Largest total taken from a zip: what fits on a laptop's temp folder without a second thought."""
 _IGNORED = re.compile(r"^(\.|__pycache__$|__MACOSX$)")
 _UNSAFE = re.compile(r"[^\w.-]+")
+_NOT_PYTHON = "not a Python file: a submission is a .py file, or a folder holding its entry file"
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def _from_folder(root: Path, entry: str, label: str, exclude: Path | None) -> li
                 found.append(Submission(item.name, None, origin, _no_entry(entry, item)))
         elif item.suffix == ".py":
             found.append(Submission(item.stem, item, origin))
+        elif item.is_file():
+            found.append(Submission(item.stem, None, origin, _NOT_PYTHON))
     return found
 
 
@@ -110,12 +114,16 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
         groups: dict[tuple[str, bool], list[tuple[str, ...]]] = {}
         for parts in members:
             rest = parts[len(prefix):]
-            if len(rest) == 1 and rest[0].endswith(".py"):
+            if len(rest) == 1:
                 groups.setdefault((rest[0], False), []).append(parts)
             elif len(rest) > 1:
                 groups.setdefault((rest[0], True), []).append(parts)
         found, total = [], 0
         for (name, is_folder), parts_list in sorted(groups.items()):
+            here = "/".join(prefix + (name,))
+            if not is_folder and not name.endswith(".py"):
+                found.append(Submission(name.rsplit(".", 1)[0] or name, None, f"{archive}:{here}", _NOT_PYTHON))
+                continue
             problem = ""
             for parts in sorted(parts_list):
                 try:
@@ -129,7 +137,6 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
                 target = scratch.joinpath(*parts[len(prefix):])
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            here = "/".join(prefix + (name,))
             if not is_folder:
                 found.append(Submission(name[:-3], None if problem else scratch / name, f"{archive}:{here}", problem))
                 continue

@@ -33,6 +33,7 @@ EXPECTED = {
     "eve": ("error", False, "no solution.py in the folder (it holds main.py; choose the file with --entry)"),
     "latin1": ("error", False, "cannot read the submission"),
     "not_python": ("error", False, "SyntaxError"),
+    "notes": ("error", False, "not a Python file"),
 }
 
 
@@ -62,7 +63,8 @@ def cohort(tmp_path_factory) -> Path:
     (subs / "eve" / "main.py").write_text("class Tensor: pass\n")
     (subs / "latin1.py").write_bytes("# caf\xe9\nclass Tensor: pass\n".encode("latin-1"))
     (subs / "not_python.py").write_text("This is my essay about autograd.\nIt has no code.\n")
-    (subs / "notes.txt").write_text("not a submission\n")
+    (subs / "notes.txt").write_text("my notes, not code\n")
+    (subs / ".DS_Store").write_bytes(b"\0")
     return subs
 
 
@@ -86,7 +88,7 @@ def test_every_submission_gets_a_row_with_its_status(batch_run):
         assert phrase in rows[sid]["message"], (sid, rows[sid]["message"])
         assert (out / "results" / f"{sid}.json").is_file() and (out / "results" / f"{sid}.md").is_file()
     assert summary["complete"] is True and summary["pending"] == []
-    assert summary["counts"]["total"] == 8 and summary["counts"]["error"] == 4
+    assert summary["counts"]["total"] == 9 and summary["counts"]["error"] == 5
 
 
 def test_a_result_is_what_grade_file_prints(batch_run, cohort):
@@ -161,8 +163,8 @@ def test_junit_has_a_case_per_check(batch_run):
 def test_piped_progress_prints_a_line_per_submission(batch_run):
     _, result = batch_run
     lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
-    assert len(lines) == 8 and lines[-1].startswith("[8/8] ")
-    assert "[1/8]" in lines[0]
+    assert len(lines) == 9 and lines[-1].startswith("[9/9] ")
+    assert "[1/9]" in lines[0]
     assert result.stdout.splitlines()[-1].startswith("report: ")
 
 
