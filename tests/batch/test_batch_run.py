@@ -174,3 +174,12 @@ def test_an_output_folder_with_results_needs_resume(batch_run, cohort):
     assert result.exit_code == 2
     assert result.stderr == (f"error: {out}: already holds batch results (add --resume to continue them, "
                              "or choose another folder)\n")
+
+
+def test_the_page_lists_every_candidate_with_details(batch_run):
+    out, _ = batch_run
+    page = (out / "report.html").read_text()
+    table = page[page.index('<table id="candidates">'):page.index("</table>")]
+    for sid in EXPECTED:
+        assert f'<a href="#c-{sid}">{sid}</a>' in table and f'<section class="candidate" id="c-{sid}">' in page
+    assert page.count("<tr data-status=") == len(EXPECTED)
