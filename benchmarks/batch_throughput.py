@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import resource
 import shutil
 import subprocess
 import sys
@@ -46,10 +47,15 @@ def cohort(folder: Path, count: int) -> list[Path]:
     return paths
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds of the command and the processes it waited for: the grader and its
+    sandboxes' zygotes (where torch is imported), not the workers, which their zygote never waits for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -70,19 +76,27 @@ def main() -> None:
         one.mkdir()
         shutil.copy(paths[0], one / paths[0].name)
 
-        single = timed([*grade, "batch", str(one), "-o", str(tmp / "out1"), *options, "--allow-basic-isolation"])
-        batch = timed([*grade, "batch", str(subs), "-o", str(tmp / "out"), "-j", str(args.jobs), *options,
-                       "--allow-basic-isolation"])
-        separate = sum(timed([*grade, str(p), "--format", "json", *options]) for p in paths)
+        single, single_cpu = timed([*grade, "batch", str(one), "-o", str(tmp / "out1"), *options,
+                                    "--allow-basic-isolation"])
+        batch, batch_cpu = timed([*grade, "batch", str(subs), "-o", str(tmp / "out"), "-j", str(args.jobs),
+                                  *options, "--allow-basic-isolation"])
+        runs = [timed([*grade, str(p), "--format", "json", *options]) for p in paths]
+        separate, separate_cpu = sum(w for w, _ in runs), sum(c for _, c in runs)
 
-    marginal = (batch - single) / max(1, args.count - 1)
-    print(f"{args.count} submissions ({', '.join(f'{k} {w}/{sum(WEIGHTS.values())}' for k, w in WEIGHTS.items())}), "
+    n = args.count
+    marginal = (batch - single) / max(1, n - 1)
+    print(f"{n} submissions ({', '.join(f'{k} {w}/{sum(WEIGHTS.values())}' for k, w in WEIGHTS.items())}), "
           f"{' '.join(options)}")
-    print(f"{'run':<44} {'seconds':>9} {'per sub':>8}")
-    print(f"{f'{args.count} x grade FILE':<44} {separate:9.1f} {separate / args.count:8.2f}")
-    print(f"{f'grade batch -j {args.jobs}':<44} {batch:9.1f} {batch / args.count:8.2f}")
-    print(f"{'grade batch of one (start-up)':<44} {single:9.1f}")
-    print(f"\nspeed-up: {separate / batch:.2f}x (target >= 4x); marginal {marginal:.2f} s per submission")
+    print(f"{'run':<36} {'wall s':>8} {'per sub':>8} {'CPU s':>8} {'per sub':>8}")
+    for label, wall, cpu in [(f"{n} x grade FILE", separate, separate_cpu),
+                             (f"grade batch -j {args.jobs}", batch, batch_cpu),
+                             ("grade batch of one (start-up)", single, single_cpu)]:
+        count = 1 if label.endswith("(start-up)") else n
+        print(f"{label:<36} {wall:8.1f} {wall / count:8.2f} {cpu:8.1f} {cpu / count:8.2f}")
+    print(f"\nspeed-up: {separate / batch:.2f}x wall (target >= 4x), {separate_cpu / batch_cpu:.2f}x CPU; "
+          f"marginal {marginal:.2f} s per submission")
+    print("(CPU: the grader and its sandboxes' zygotes, workers not counted; unlike wall time it does not\n"
+          " depend on what else the machine runs)")
 
 
 if __name__ == "__main__":
