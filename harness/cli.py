@@ -56,8 +56,15 @@ def main(ctx: click.Context) -> None:
       grade init [PATH]               write the candidate template
       grade spec check [PATH...]      validate YAML graph cases
     """
+    _isolate_imports()
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
+
+
+def _isolate_imports() -> None:
+    """Never import from the working folder: a submissions folder may hold a ``torch.py``."""
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here]
 
 
 @main.command("file", hidden=True)
@@ -78,14 +85,21 @@ def main(ctx: click.Context) -> None:
 @click.option("--memory-mb", type=click.IntRange(64), default=2048, show_default=True,
               help="Memory limit of the submission's process.")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("--require-sandbox", is_flag=True,
+              help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], rubric: Path | None,
-               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool) -> None:
+               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
+               require_sandbox: bool) -> None:
     """Grade the submission PATH."""
-    from harness.sandbox import Limits, Sandbox
+    from harness.sandbox import Launcher, SandboxUnavailable
 
     if not path.is_file():
         _fail(f"{path}: no such file")
-    sandbox = Sandbox.launch(Limits(memory_mb=memory_mb))  # starts importing torch in parallel with us
+    isolation = "sandbox" if require_sandbox else "auto"
+    try:
+        sandbox = Launcher(isolation)  # starts importing torch in parallel with us
+    except SandboxUnavailable as exc:
+        _fail(f"{exc}; --require-sandbox refuses to grade without it")
     try:
         from harness.grade import GradeOptions, grade
         from harness.report.render import RENDERERS
@@ -94,7 +108,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
         _settle_after_imports()
 
         options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
-                               max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb)
+                               max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb,
+                               isolation=isolation)
         colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         while True:
             try:

@@ -23,7 +23,7 @@ from harness.integrity import Findings, inspect_source
 from harness.ops import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
-from harness.sandbox import Limits, Sandbox
+from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux
 from harness.specs import SpecError
 
 __all__ = ["GradeOptions", "grade", "planned_checks"]
@@ -43,8 +43,10 @@ class GradeOptions:
     max_examples: int = 200
     """Hypothesis examples for the core property check (the others draw a share of it)."""
     time_limit: float = 600.0
-    """Seconds for the whole submission; checks left when it runs out are skipped."""
+    """Seconds for the whole grade, start-up and clean-up included: then the sandbox is killed."""
     memory_mb: int = 2048
+    isolation: str = "auto"
+    """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,15 @@ def _spec_runner(case: Any) -> Callable[[Any], None]:
     return run
 
 
-def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox | None = None) -> Report:
-    """Grade one submission file. Raises HarnessError for bad input to the grader itself."""
+def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher | Sandbox | None = None) -> Report:
+    """Grade one submission file. Raises HarnessError for bad input to the grader itself.
+
+    ``sandbox`` is where the submission runs: a ``Launcher`` (a fresh sandbox is opened
+    from it and closed afterwards), a ``Sandbox`` already opened for this submission, or
+    None (a launcher of its own, started here).
+    """
     started = time.perf_counter()
+    protect_grader()
     path = Path(path)
     if options.level not in (*LEVELS, "all"):
         raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
@@ -105,27 +113,90 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
     except (OSError, UnicodeDecodeError) as exc:
         raise HarnessError(f"{path}: cannot read the submission: {exc}") from None
     rubric = load_rubric(options.rubric)
-    own_sandbox = sandbox is None
-    sandbox = sandbox or Sandbox.launch(Limits(memory_mb=options.memory_mb))
     try:
-        try:
-            plan = planned_checks(options)
-        except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
-            raise HarnessError(str(exc)) from None
-        timings = {"setup": time.perf_counter() - started}
-        return _grade(path, source, options, rubric, plan, sandbox, started, timings,
-                      hashlib.sha256(raw).hexdigest())
-    finally:
-        if own_sandbox:
-            sandbox.close()
+        plan = planned_checks(options)
+    except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
+        raise HarnessError(str(exc)) from None
+    limits = Limits(memory_mb=options.memory_mb)
+    owned: list[Any] = []
+    try:
+        if isinstance(sandbox, Sandbox):
+            box = sandbox
+        else:
+            launcher = sandbox
+            if launcher is None:
+                launcher = Launcher(options.isolation, start_seconds=min(limits.start_seconds, options.time_limit))
+                owned.append(launcher)
+            box = launcher.sandbox(limits)
+            owned.insert(0, box)
+    except SandboxUnavailable as exc:
+        _close_quietly(owned)
+        raise HarnessError(str(exc)) from None
+    # The watchdog: past the time limit the submission's sandbox is killed, whatever runs.
+    fired = threading.Event()
 
+    def stop_submission() -> None:
+        fired.set()
+        box.abort()
+
+    watchdog = threading.Timer(max(0.0, options.time_limit - (time.perf_counter() - started)), stop_submission)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        timings = {"setup": time.perf_counter() - started}
+        report = _grade(path, source, options, rubric, plan, box, started, timings, hashlib.sha256(raw).hexdigest())
+    finally:
+        watchdog.cancel()
+        _close_quietly(owned)
+    if fired.is_set() and report.status != "integrity_violation":
+        report = dataclasses.replace(report, status="timeout", message=(
+            f"the grade ran past its time limit of {options.time_limit:g} s and the submission was stopped; "
+            "the checks that finished are listed"))
+    return report
+
+
+def _close_quietly(things: Sequence[Any]) -> None:
+    """Clean-up never changes a verdict: whatever a submission left behind, closing it must not raise."""
+    for thing in things:
+        try:
+            thing.close()
+        except Exception:
+            pass
+
+
+def protect_grader() -> None:
+    """Harden the grader's own process, where no sandbox exists as much as where one does.
+
+    Non-dumpable: a process of the same user cannot ptrace it or open its
+    /proc/<pid>/mem. And every module the grader will ever import is imported now,
+    before any submission runs, so nothing it loads later could have been planted.
+    """
+    try:
+        _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
+    except OSError:
+        pass
+    import importlib
+
+    for name in _LATE_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+_LATE_IMPORTS = (
+    "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.report.render",
+    # What hypothesis and torch would otherwise import on first use, mid-grade:
+    "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
+)
 
 def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float], sha256: str) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
 
     static = inspect_source(source, str(path))
-    finish = functools.partial(_report, isolation=sandbox.isolation, sha256=sha256)
+    finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
+                               sha256=sha256)
     module_name = path.stem if path.stem.isidentifier() else "solution"
     shared = Shared(deadline=started + options.time_limit)
 
@@ -236,7 +307,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, sha256: str) -> Report:
+            isolation: str, isolation_note: str, sha256: str) -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -259,5 +330,6 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=tuple(entry.to_dict() for entry in static.review), isolation=isolation,
+        isolation_note=isolation_note,
         source_sha256=sha256,
     )

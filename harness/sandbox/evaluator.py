@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 
 from harness.integrity.tripwires import AutogradGuard, WatchedEngine, autograd_tensors
-from harness.sandbox.channel import recv_message, send_message
+from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
 
@@ -302,7 +302,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     evaluator = Evaluator(module, class_name)
     send_message(sock, {"kind": "ready", **evaluator.do_hello({}), "violations": evaluator.guard.violations[:]})
     while True:
-        request = recv_message(sock)
+        request = recv_message(sock, **TRUSTED_LIMITS)
         if request is None:
             return
         try:
