@@ -68,7 +68,7 @@ def _isolate_imports() -> None:
 
 
 @main.command("file", hidden=True)
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Report format.")
 @click.option("--level", type=click.Choice(LEVEL_CHOICES), default="all", show_default=True,
@@ -91,38 +91,48 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
                require_sandbox: bool) -> None:
     """Grade the submission PATH."""
+    # Everything up to the first grade is torch-free: a file that cannot be graded is
+    # reported from its source alone, in milliseconds.
+    from harness.grade import GradeOptions, preflight
+    from harness.report.model import Report, exit_code
+    from harness.report.render import RENDERERS
     from harness.sandbox import Launcher, SandboxUnavailable
 
-    if not path.is_file():
-        _fail(f"{path}: no such file")
     isolation = "sandbox" if require_sandbox else "auto"
+    options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
+                           max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
+    colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    launcher: Launcher | None = None
     try:
-        sandbox = Launcher(isolation)  # starts importing torch in parallel with us
-    except SandboxUnavailable as exc:
-        _fail(f"{exc}; --require-sandbox refuses to grade without it")
-    try:
-        from harness.grade import GradeOptions, grade
-        from harness.report.render import RENDERERS
-        from harness.report.model import exit_code
-
-        _settle_after_imports()
-
-        options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
-                               max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb,
-                               isolation=isolation)
-        colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         while True:
+            report: Report | None = None
             try:
-                report = grade(path, options, sandbox)
+                early = preflight(path, options)
+                if isinstance(early, Report):
+                    report = early
+                else:
+                    if launcher is None and not early.findings.violations:
+                        try:
+                            launcher = Launcher(isolation)  # imports torch in the sandbox while we do here
+                        except SandboxUnavailable as exc:
+                            _fail(f"{exc}; --require-sandbox refuses to grade without it")
+                    from harness.grade import grade
+
+                    _settle_after_imports()
+                    report = grade(path, options, launcher)
             except HarnessError as exc:
-                _fail(str(exc))
-            click.echo(RENDERERS[fmt](report, colour))
+                if not watch:
+                    _fail(str(exc))
+                click.echo(f"error: {exc}", err=True)
+            if report is not None:
+                click.echo(RENDERERS[fmt](report, colour))
             if not watch:
                 sys.exit(exit_code(report))
             _wait_for_change(path)
             click.clear() if colour else click.echo("\n" + "=" * 60 + "\n")
     finally:
-        sandbox.close()
+        if launcher is not None:
+            launcher.close()
 
 
 def _settle_after_imports() -> None:

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from harness import __version__
 from harness.errors import HarnessError
-from harness.integrity import Findings, inspect_source
-from harness.ops import LEVELS
+from harness.integrity import Findings
+from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
-from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux
-from harness.specs import SpecError
+from harness.preflight import Submission, Unrunnable, read_submission
+from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
-__all__ = ["GradeOptions", "grade", "planned_checks"]
+__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -101,22 +101,22 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     None (a launcher of its own, started here).
     """
     started = time.perf_counter()
-    protect_grader()
     path = Path(path)
-    if options.level not in (*LEVELS, "all"):
-        raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
-    if not path.is_file():
-        raise HarnessError(f"{path}: no such file")
-    try:
-        raw = path.read_bytes()
-        source = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the submission: {exc}") from None
+    _check_options(options)
     rubric = load_rubric(options.rubric)
-    try:
-        plan = planned_checks(options)
-    except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
-        raise HarnessError(str(exc)) from None
+    early = preflight(path, options, rubric, sandbox)
+    if isinstance(early, Report):
+        return early
+    submission = early
+    protect_grader()
+    plan = _plan(options)
+    if submission.findings.violations:
+        # Proof from the source alone: nothing is run, every check is skipped.
+        skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
+                               "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
+        return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
+                       {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
+                       isolation_note="", sha256=submission.sha256)
     limits = Limits(memory_mb=options.memory_mb)
     owned: list[Any] = []
     try:
@@ -144,7 +144,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     watchdog.start()
     try:
         timings = {"setup": time.perf_counter() - started}
-        report = _grade(path, source, options, rubric, plan, box, started, timings, hashlib.sha256(raw).hexdigest())
+        report = _grade(submission, options, rubric, plan, box, started, timings)
     finally:
         watchdog.cancel()
         _close_quietly(owned)
@@ -153,6 +153,49 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
             f"the grade ran past its time limit of {options.time_limit:g} s and the submission was stopped; "
             "the checks that finished are listed"))
     return report
+
+
+def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
+              sandbox: Launcher | Sandbox | None = None) -> Report | Submission:
+    """Read and parse the submission without running it (and without torch).
+
+    Returns the final Report when the source alone decides the grade (a syntax
+    error, an empty file), else the parsed Submission. Raises HarnessError for a
+    file that is not Python at all.
+    """
+    _check_options(options)
+    try:
+        return read_submission(path, options.class_name)
+    except Unrunnable as exc:
+        return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
+                       Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",
+                       sha256=exc.sha256)
+
+
+def _check_options(options: GradeOptions) -> None:
+    if options.level not in (*LEVELS, "all"):
+        raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
+
+
+def _plan(options: GradeOptions) -> list[PlannedCheck]:
+    from harness.specs import SpecError
+
+    try:
+        return planned_checks(options)
+    except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
+        raise HarnessError(str(exc)) from None
+
+
+def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:
+    """The isolation a grade would have had, for reports decided before anything ran."""
+    if isinstance(sandbox, Sandbox):
+        return sandbox.isolation
+    if isinstance(sandbox, Launcher):
+        return sandbox.mode
+    return "basic" if bubblewrap_missing() else "sandbox"
+
+
+_NOTHING_RAN = SimpleNamespace(violations=(), output={}, review=())
 
 
 def _close_quietly(things: Sequence[Any]) -> None:
@@ -175,6 +218,7 @@ def protect_grader() -> None:
         _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     except OSError:
         pass
+    _keep_hypothesis_out_of_the_users_folders()
     import importlib
 
     for name in _LATE_IMPORTS:
@@ -184,17 +228,36 @@ def protect_grader() -> None:
             pass
 
 
+_HYPOTHESIS_HOME: list[str] = []
+
+
+def _keep_hypothesis_out_of_the_users_folders() -> None:
+    """Hypothesis keeps caches under ``.hypothesis/`` in the working folder: give it a private temporary one."""
+    if _HYPOTHESIS_HOME:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = tempfile.mkdtemp(prefix="grade-hypothesis-")
+    set_hypothesis_home_dir(home)
+    atexit.register(shutil.rmtree, home, True)
+    _HYPOTHESIS_HOME.append(home)
+
+
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.report.render",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )
 
-def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
-           sandbox: Sandbox, started: float, timings: dict[str, float], sha256: str) -> Report:
+def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
+           sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
 
-    static = inspect_source(source, str(path))
+    path, static, sha256 = submission.path, submission.findings, submission.sha256
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
                                sha256=sha256)
     module_name = path.stem if path.stem.isidentifier() else "solution"

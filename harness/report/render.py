@@ -7,7 +7,7 @@ from typing import Callable
 
 import click
 
-from harness.ops import LEVELS
+from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.safety import markdown_fence, markdown_inline, printable
 

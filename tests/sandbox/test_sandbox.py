@@ -95,6 +95,10 @@ def test_a_hanging_request_is_killed_with_its_grandchildren(sandbox, tmp_path):
     Tensor.backward = lambda self: time.sleep(1000)
     '''
     worker = sandbox.spawn(_write(tmp_path, body))
+    assert worker.hello["kind"] == "ready", worker.hello
+    deadline = time.monotonic() + 5
+    while not _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _processes_with(marker), "the submission could not start its grandchild"
     with pytest.raises(WorkerTimeout):
         worker.request({"kind": "deep_chain", "n": 1}, timeout=1.0)
