@@ -344,9 +344,37 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
     if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
+    if evidence is not None and outcome in ("failed", "error"):
+        evidence, details = _smallest_reproduction(evidence, details, ctx)
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
     return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
+
+
+def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:
+    """The failing program without its dead steps, when the candidate fails it the same way; and its snippet.
+
+    Dropping a step that does not lead to the output cannot change a correct gradient,
+    but it might change a buggy engine's behaviour: the smaller program is kept only
+    when running it again reproduces the check's failure word for word.
+    """
+    from harness.checks.context import Evidence, judge
+    from harness.report.snippets import reproduce
+
+    parts = ("error", "values", "requires_grad", "grads")
+    smaller = evidence.program.live()
+    if smaller is not evidence.program and evidence.observation is not None:
+        try:
+            before = judge(evidence.program, evidence.observation, evidence.expected, parts)
+            observed = ctx.run(smaller, timeout=5.0)
+            expected = smaller.run_torch()
+            after = judge(smaller, observed, expected, parts)
+            if before is not None and after is not None and after.message == before.message:
+                evidence = Evidence(smaller, observed, expected)
+        except Exception:  # a second run is a bonus: whatever goes wrong, keep the original
+            pass
+    snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
+    return evidence, {**details, "snippet": snippet, "graph": evidence.program.expression()}
 
 
 _FEATURES = {
