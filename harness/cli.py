@@ -57,12 +57,19 @@ def main(ctx: click.Context) -> None:
       grade spec check [PATH...]      validate YAML graph cases
       grade batch FOLDER -o OUT       grade a folder of submissions for interviewers
     """
+    _isolate_imports()
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
 
+def _isolate_imports() -> None:
+    """Never import from the working folder: a submissions folder may hold a ``torch.py``."""
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here]
+
+
 @main.command("file", hidden=True)
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Report format.")
 @click.option("--level", type=click.Choice(LEVEL_CHOICES), default="all", show_default=True,
@@ -79,41 +86,58 @@ def main(ctx: click.Context) -> None:
 @click.option("--memory-mb", type=click.IntRange(64), default=2048, show_default=True,
               help="Memory limit of the submission's process.")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("--require-sandbox", is_flag=True,
+              help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
 @click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the report as JSON, Markdown and text into this folder.")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], rubric: Path | None,
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
-               output_dir: Path | None) -> None:
+               require_sandbox: bool, output_dir: Path | None) -> None:
     """Grade the submission PATH."""
-    from harness.sandbox import Limits, Sandbox
+    # Everything up to the first grade is torch-free: a file that cannot be graded is
+    # reported from its source alone, in milliseconds.
+    from harness.grade import GradeOptions, preflight
+    from harness.report.model import Report, exit_code
+    from harness.report.render import RENDERERS
+    from harness.sandbox import Launcher, SandboxUnavailable
 
-    if not path.is_file():
-        _fail(f"{path}: no such file")
-    sandbox = Sandbox.launch(Limits(memory_mb=memory_mb))  # starts importing torch in parallel with us
+    isolation = "sandbox" if require_sandbox else "auto"
+    options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
+                           max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
+    colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    launcher: Launcher | None = None
     try:
-        from harness.grade import GradeOptions, grade
-        from harness.report.render import RENDERERS
-        from harness.report.model import exit_code
-
-        _settle_after_imports()
-
-        options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
-                               max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb)
-        colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         while True:
+            report: Report | None = None
             try:
-                report = grade(path, options, sandbox)
+                early = preflight(path, options)
+                if isinstance(early, Report):
+                    report = early
+                else:
+                    if launcher is None and not early.findings.violations:
+                        try:
+                            launcher = Launcher(isolation)  # imports torch in the sandbox while we do here
+                        except SandboxUnavailable as exc:
+                            _fail(f"{exc}; --require-sandbox refuses to grade without it")
+                    from harness.grade import grade
+
+                    _settle_after_imports()
+                    report = grade(path, options, launcher)
             except HarnessError as exc:
-                _fail(str(exc))
-            click.echo(RENDERERS[fmt](report, colour))
-            if output_dir is not None:
-                _write_formats(report, output_dir, path.stem)
+                if not watch:
+                    _fail(str(exc))
+                click.echo(f"error: {exc}", err=True)
+            if report is not None:
+                click.echo(RENDERERS[fmt](report, colour))
+                if output_dir is not None:
+                    _write_formats(report, output_dir, path.stem)
             if not watch:
                 sys.exit(exit_code(report))
             _wait_for_change(path)
             click.clear() if colour else click.echo("\n" + "=" * 60 + "\n")
     finally:
-        sandbox.close()
+        if launcher is not None:
+            launcher.close()
 
 
 def _write_formats(report, folder: Path, stem: str) -> None:

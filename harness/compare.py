@@ -78,7 +78,7 @@ def compare(got: torch.Tensor | None, expected: torch.Tensor | None, tol: Tolera
     excess = torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err - bound)
     excess = torch.where(bad, excess, torch.full_like(err, float("-inf")))
     flat = int(torch.argmax(excess.reshape(-1)))
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), e.shape)) if e.dim() else ()
+    index = _unravel(flat, tuple(e.shape))
     got_v, exp_v = float(g.reshape(-1)[flat]), float(e.reshape(-1)[flat])
     count = int(bad.sum())
     where = f" at {list(index)}" if index else ""
@@ -91,6 +91,15 @@ def compare(got: torch.Tensor | None, expected: torch.Tensor | None, tol: Tolera
         got_v,
         exp_v,
     )
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element ``flat`` of a tensor of ``shape`` (``torch.unravel_index`` would import sympy)."""
+    index = []
+    for size in reversed(shape):
+        flat, position = divmod(flat, size)
+        index.append(position)
+    return tuple(reversed(index))
 
 
 def _shape(t: torch.Tensor) -> str:

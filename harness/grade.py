@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from harness import __version__
 from harness.errors import HarnessError
-from harness.integrity import Findings, inspect_source
-from harness.ops import LEVELS
+from harness.integrity import Findings
+from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
-from harness.sandbox import Limits, Sandbox
-from harness.specs import SpecError
+from harness.preflight import Submission, Unrunnable, read_submission
+from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
-__all__ = ["GradeOptions", "grade", "planned_checks"]
+__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -43,8 +43,10 @@ class GradeOptions:
     max_examples: int = 200
     """Hypothesis examples for the core property check (the others draw a share of it)."""
     time_limit: float = 600.0
-    """Seconds for the whole submission; checks left when it runs out are skipped."""
+    """Seconds for the whole grade, start-up and clean-up included: then the sandbox is killed."""
     memory_mb: int = 2048
+    isolation: str = "auto"
+    """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
 
 
 @dataclass(frozen=True)
@@ -91,41 +93,173 @@ def _spec_runner(case: Any) -> Callable[[Any], None]:
     return run
 
 
-def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox | None = None) -> Report:
-    """Grade one submission file. Raises HarnessError for bad input to the grader itself."""
+def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher | Sandbox | None = None) -> Report:
+    """Grade one submission file. Raises HarnessError for bad input to the grader itself.
+
+    ``sandbox`` is where the submission runs: a ``Launcher`` (a fresh sandbox is opened
+    from it and closed afterwards), a ``Sandbox`` already opened for this submission, or
+    None (a launcher of its own, started here).
+    """
     started = time.perf_counter()
     path = Path(path)
+    _check_options(options)
+    rubric = load_rubric(options.rubric)
+    early = preflight(path, options, rubric, sandbox)
+    if isinstance(early, Report):
+        return early
+    submission = early
+    protect_grader()
+    plan = _plan(options)
+    if submission.findings.violations:
+        # Proof from the source alone: nothing is run, every check is skipped.
+        skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
+                               "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
+        return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
+                       {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
+                       isolation_note="", sha256=submission.sha256)
+    limits = Limits(memory_mb=options.memory_mb)
+    owned: list[Any] = []
+    try:
+        if isinstance(sandbox, Sandbox):
+            box = sandbox
+        else:
+            launcher = sandbox
+            if launcher is None:
+                launcher = Launcher(options.isolation, start_seconds=min(limits.start_seconds, options.time_limit))
+                owned.append(launcher)
+            box = launcher.sandbox(limits)
+            owned.insert(0, box)
+    except SandboxUnavailable as exc:
+        _close_quietly(owned)
+        raise HarnessError(str(exc)) from None
+    # The watchdog: past the time limit the submission's sandbox is killed, whatever runs.
+    fired = threading.Event()
+
+    def stop_submission() -> None:
+        fired.set()
+        box.abort()
+
+    watchdog = threading.Timer(max(0.0, options.time_limit - (time.perf_counter() - started)), stop_submission)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        timings = {"setup": time.perf_counter() - started}
+        report = _grade(submission, options, rubric, plan, box, started, timings)
+    finally:
+        watchdog.cancel()
+        _close_quietly(owned)
+    if fired.is_set() and report.status != "integrity_violation":
+        report = dataclasses.replace(report, status="timeout", message=(
+            f"the grade ran past its time limit of {options.time_limit:g} s and the submission was stopped; "
+            "the checks that finished are listed"))
+    return report
+
+
+def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
+              sandbox: Launcher | Sandbox | None = None) -> Report | Submission:
+    """Read and parse the submission without running it (and without torch).
+
+    Returns the final Report when the source alone decides the grade (a syntax
+    error, an empty file), else the parsed Submission. Raises HarnessError for a
+    file that is not Python at all.
+    """
+    _check_options(options)
+    try:
+        return read_submission(path, options.class_name)
+    except Unrunnable as exc:
+        return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
+                       Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",
+                       sha256=exc.sha256)
+
+
+def _check_options(options: GradeOptions) -> None:
     if options.level not in (*LEVELS, "all"):
         raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
-    if not path.is_file():
-        raise HarnessError(f"{path}: no such file")
+
+
+def _plan(options: GradeOptions) -> list[PlannedCheck]:
+    from harness.specs import SpecError
+
     try:
-        raw = path.read_bytes()
-        source = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the submission: {exc}") from None
-    rubric = load_rubric(options.rubric)
-    own_sandbox = sandbox is None
-    sandbox = sandbox or Sandbox.launch(Limits(memory_mb=options.memory_mb))
-    try:
+        return planned_checks(options)
+    except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
+        raise HarnessError(str(exc)) from None
+
+
+def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:
+    """The isolation a grade would have had, for reports decided before anything ran."""
+    if isinstance(sandbox, Sandbox):
+        return sandbox.isolation
+    if isinstance(sandbox, Launcher):
+        return sandbox.mode
+    return "basic" if bubblewrap_missing() else "sandbox"
+
+
+_NOTHING_RAN = SimpleNamespace(violations=(), output={}, review=())
+
+
+def _close_quietly(things: Sequence[Any]) -> None:
+    """Clean-up never changes a verdict: whatever a submission left behind, closing it must not raise."""
+    for thing in things:
         try:
-            plan = planned_checks(options)
-        except SpecError as exc:  # a spec author's folder: the same one-line error as `grade spec check`
-            raise HarnessError(str(exc)) from None
-        timings = {"setup": time.perf_counter() - started}
-        return _grade(path, source, options, rubric, plan, sandbox, started, timings,
-                      hashlib.sha256(raw).hexdigest())
-    finally:
-        if own_sandbox:
-            sandbox.close()
+            thing.close()
+        except Exception:
+            pass
 
 
-def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
-           sandbox: Sandbox, started: float, timings: dict[str, float], sha256: str) -> Report:
+def protect_grader() -> None:
+    """Harden the grader's own process, where no sandbox exists as much as where one does.
+
+    Non-dumpable: a process of the same user cannot ptrace it or open its
+    /proc/<pid>/mem. And every module the grader will ever import is imported now,
+    before any submission runs, so nothing it loads later could have been planted.
+    """
+    try:
+        _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
+    except OSError:
+        pass
+    _keep_hypothesis_out_of_the_users_folders()
+    import importlib
+
+    for name in _LATE_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+_HYPOTHESIS_HOME: list[str] = []
+
+
+def _keep_hypothesis_out_of_the_users_folders() -> None:
+    """Hypothesis keeps caches under ``.hypothesis/`` in the working folder: give it a private temporary one."""
+    if _HYPOTHESIS_HOME:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = tempfile.mkdtemp(prefix="grade-hypothesis-")
+    set_hypothesis_home_dir(home)
+    atexit.register(shutil.rmtree, home, True)
+    _HYPOTHESIS_HOME.append(home)
+
+
+_LATE_IMPORTS = (
+    "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.report.render",
+    # What hypothesis and torch would otherwise import on first use, mid-grade:
+    "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
+)
+
+def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
+           sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
 
-    static = inspect_source(source, str(path))
-    finish = functools.partial(_report, isolation=sandbox.isolation, sha256=sha256)
+    path, static, sha256 = submission.path, submission.findings, submission.sha256
+    finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
+                               sha256=sha256)
     module_name = path.stem if path.stem.isidentifier() else "solution"
     shared = Shared(deadline=started + options.time_limit)
 
@@ -210,9 +344,37 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
     if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
+    if evidence is not None and outcome in ("failed", "error"):
+        evidence, details = _smallest_reproduction(evidence, details, ctx)
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
     return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
+
+
+def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:
+    """The failing program without its dead steps, when the candidate fails it the same way; and its snippet.
+
+    Dropping a step that does not lead to the output cannot change a correct gradient,
+    but it might change a buggy engine's behaviour: the smaller program is kept only
+    when running it again reproduces the check's failure word for word.
+    """
+    from harness.checks.context import Evidence, judge
+    from harness.report.snippets import reproduce
+
+    parts = ("error", "values", "requires_grad", "grads")
+    smaller = evidence.program.live()
+    if smaller is not evidence.program and evidence.observation is not None:
+        try:
+            before = judge(evidence.program, evidence.observation, evidence.expected, parts)
+            observed = ctx.run(smaller, timeout=5.0)
+            expected = smaller.run_torch()
+            after = judge(smaller, observed, expected, parts)
+            if before is not None and after is not None and after.message == before.message:
+                evidence = Evidence(smaller, observed, expected)
+        except Exception:  # a second run is a bonus: whatever goes wrong, keep the original
+            pass
+    snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
+    return evidence, {**details, "snippet": snippet, "graph": evidence.program.expression()}
 
 
 _FEATURES = {
@@ -236,7 +398,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, sha256: str) -> Report:
+            isolation: str, isolation_note: str, sha256: str) -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -259,5 +421,6 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=tuple(entry.to_dict() for entry in static.review), isolation=isolation,
+        isolation_note=isolation_note,
         source_sha256=sha256,
     )

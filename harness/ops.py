@@ -18,10 +18,11 @@ from typing import Any, Callable, Final, Sequence
 import torch
 import torch.nn.functional as F
 
+from harness.levels import LEVELS
+
 __all__ = ["OpSpec", "OPS", "LEVELS", "op", "ops_for_level", "check_operands", "checked_apply", "broadcast_shape",
            "OperandError"]
 
-LEVELS: Final = ("core", "followups", "extensions")
 
 # Kinds of operand an op slot accepts.
 TENSOR: Final = "tensor"  # the candidate's Tensor (a torch tensor for the oracle)

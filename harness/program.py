@@ -46,6 +46,8 @@ class Leaf:
     name: str
     value: torch.Tensor
     requires_grad: bool = True
+    recipe: str | None = field(default=None, compare=False)
+    """Python that rebuilds ``value`` exactly (``torch.randn(..., generator=...)``), for snippets of large inputs."""
 
     @property
     def raw(self) -> bool:
@@ -89,6 +91,17 @@ class Program:
             if any(isinstance(a, str) and a in tracked for a in step.args):
                 tracked.add(step.name)
         return self.output in tracked
+
+    def live(self) -> Program:
+        """The same program without steps that do not lead to the output (they cannot change a gradient)."""
+        needed = {self.output}
+        for step in reversed(self.steps):
+            if step.name in needed:
+                needed.update(a for a in step.args if isinstance(a, str))
+        steps = tuple(s for s in self.steps if s.name in needed)
+        if len(steps) == len(self.steps):
+            return self
+        return Program(self.leaves, steps, self.output, self.upstream, self.passes)
 
     def ops_used(self) -> set[str]:
         return {step.op for step in self.steps}

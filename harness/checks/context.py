@@ -174,8 +174,8 @@ class Context:
 
     def retire(self) -> None:
         if self._worker is not None:
-            self._collect_output(self._worker)
             self._worker.kill()
+            self._collect_output(self._worker)
             self._worker = None
 
     def _collect_output(self, worker: Worker) -> None:

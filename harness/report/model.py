@@ -63,6 +63,8 @@ class Report:
     """Failures grouped by the bug that explains them, the one to fix first first."""
     isolation: str = "basic"
     """How the submission was confined: "sandbox" (bubblewrap) or "basic"."""
+    isolation_note: str = ""
+    """Why the isolation is only basic, when it is."""
     source_sha256: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +83,7 @@ class Report:
                           "review": [dict(entry) for entry in self.integrity_review]},
             "root_causes": [dict(cause) for cause in self.root_causes],
             "isolation": self.isolation,
+            "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
             "seed": self.seed,
             "output": self.output,

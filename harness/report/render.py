@@ -7,8 +7,9 @@ from typing import Callable
 
 import click
 
-from harness.ops import LEVELS
+from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
+from harness.report.safety import markdown_fence, markdown_inline, printable
 
 __all__ = ["render_text", "render_json", "render_markdown", "RENDERERS"]
 
@@ -26,9 +27,13 @@ def render_text(report: Report, colour: bool = False) -> str:
     def style(text: str, **kw) -> str:
         return click.style(text, **kw) if colour else text
 
-    lines = [style(f"grade {report.file}", bold=True) + f"  (seed {report.seed})"]
+    lines = [style(f"grade {printable(report.file)}", bold=True) + f"  (seed {report.seed})"]
+    isolation = f"isolation: {report.isolation}"
+    if report.isolation_note:
+        isolation += f" ({printable(report.isolation_note)})"
+    lines.append(style(isolation, fg="bright_black" if report.isolation == "sandbox" else "yellow"))
     if report.status in ("error", "timeout"):
-        lines.append(style(f"could not be graded ({report.status}): {report.message}", fg="red"))
+        lines.append(style(f"could not be graded ({report.status}): {printable(report.message)}", fg="red"))
     for level in LEVELS:
         checks = [c for c in report.checks if c.level == level]
         if not checks:
@@ -42,17 +47,17 @@ def render_text(report: Report, colour: bool = False) -> str:
             if c.outcome in ("failed", "error", "timeout"):
                 lines.extend(_expand(c, style))
             elif c.outcome in ("not_attempted", "skipped") and c.message:
-                lines.append(style(f"         {c.message}", fg="bright_black"))
+                lines.append(style(f"         {printable(c.message)}", fg="bright_black"))
     if report.integrity_violations:
         lines.append("")
         lines.append(style("integrity violations (the score is 0):", fg="red", bold=True))
-        lines.extend(f"  - {v}" for v in report.integrity_violations)
+        lines.extend(f"  - {printable(v)}" for v in report.integrity_violations)
     for stream in ("stdout", "stderr"):
         text = report.output.get(stream, "").strip()
         if text:
             lines.append("")
             lines.append(style(f"the submission wrote to {stream}:", bold=True))
-            lines.extend("  | " + line for line in text.splitlines()[:20])
+            lines.extend("  | " + printable(line) for line in text.splitlines()[:20])
     lines.append("")
     verdict = ""
     if report.interview:
@@ -63,38 +68,40 @@ def render_text(report: Report, colour: bool = False) -> str:
 
 
 def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
-    out = [f"         {line}" for line in c.message.splitlines()]
+    out = [f"         {printable(line)}" for line in c.message.splitlines()]
     d = c.details
     if "worst" in d and d["worst"].get("index") is not None:
         w = d["worst"]
         out.append(f"         worst element {w.get('index')}: got {w.get('got')}, expected {w.get('expected')}")
     if "snippet" in d:
         out.append(style("         reproduce:", bold=True))
-        out.extend(f"           {line}" for line in d["snippet"].splitlines())
+        out.extend(f"           {printable(line)}" for line in d["snippet"].splitlines())
     if "diagnosis" in d:
-        out.append(style(f"         diagnosis: {d['diagnosis']}", fg="magenta"))
+        out.append(style(f"         diagnosis: {printable(str(d['diagnosis']))}", fg="magenta"))
     if "hint" in d:
-        out.append(style(f"         hint: {d['hint']}", fg="cyan"))
+        out.append(style(f"         hint: {printable(str(d['hint']))}", fg="cyan"))
     return out
 
 
 def render_markdown(report: Report, colour: bool = False) -> str:
-    lines = [f"## Autograd grade: `{report.file}`", "",
+    lines = [f"## Autograd grade: {markdown_inline(report.file)}", "",
              f"**Score {report.score:.1f} / {report.max_score:.1f}** ({report.status}, seed {report.seed})", ""]
     if report.interview:
         lines += [f"Interview bar (core): **{'passed' if report.interview['passed'] else 'not passed'}** "
                   f"({report.interview['core_score']:.1f} of {report.interview['bar']:.1f} needed)", ""]
+    lines += [f"Isolation: {report.isolation}" + (f" ({markdown_inline(report.isolation_note)})"
+                                                  if report.isolation_note else ""), ""]
     if report.message:
-        lines += [f"> {report.message}", ""]
+        lines += [f"> {markdown_inline(report.message)}", ""]
     lines += ["| level | check | outcome | points | note |", "|---|---|---|---|---|"]
     for c in report.checks:
-        note = c.message.replace("|", "\\|").splitlines()[0][:120] if c.message else ""
+        note = markdown_inline(c.message.splitlines()[0][:120]) if c.message else ""
         lines.append(f"| {c.level} | `{c.id}` | {c.outcome} | {c.points:.1f}/{c.max_points:.1f} | {note} |")
     if report.integrity_violations:
-        lines += ["", "**Integrity violations:**", *[f"- {v}" for v in report.integrity_violations]]
+        lines += ["", "**Integrity violations:**", *[f"- {markdown_inline(v)}" for v in report.integrity_violations]]
     failures = [c for c in report.checks if c.outcome in ("failed", "error", "timeout") and "snippet" in c.details]
     for c in failures[:5]:
-        lines += ["", f"### `{c.id}`", "", c.message, "", "```python", c.details["snippet"], "```"]
+        lines += ["", f"### `{c.id}`", "", markdown_inline(c.message), "", *markdown_fence(c.details["snippet"], "python")]
     return "\n".join(lines) + "\n"
 
 

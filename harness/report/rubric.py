@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from harness.errors import HarnessError
-from harness.ops import LEVELS
+from harness.levels import LEVELS
 
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
 

@@ -1,9 +1,11 @@
-"""Running untrusted submissions: the parent side (launch), the channel, and the worker side.
+"""Running untrusted submissions: the grader's side (launch), the channel, and the sandboxed side.
 
-The parent side is standard library only, so a sandbox can start importing
+The grader's side is standard library only, so the sandbox can start importing
 torch before the grader imports it too.
 """
 
-from harness.sandbox.launch import OUTPUT_CAP, Limits, Sandbox, Worker, WorkerDied, WorkerTimeout, bubblewrap_missing
+from harness.sandbox.launch import (OUTPUT_CAP, Launcher, Limits, Sandbox, SandboxUnavailable, Worker, WorkerDied,
+                                    WorkerTimeout, bubblewrap_missing)
 
-__all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP", "bubblewrap_missing"]
+__all__ = ["Launcher", "Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "SandboxUnavailable",
+           "OUTPUT_CAP", "bubblewrap_missing"]

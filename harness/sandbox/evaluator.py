@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 
 from harness.integrity.tripwires import AutogradGuard, WatchedEngine, autograd_tensors
-from harness.sandbox.channel import recv_message, send_message
+from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
 
@@ -53,10 +53,48 @@ def _data_of(obj: Any) -> dict[str, Any] | None:
     return _observe_tensor(data)
 
 
-def _error(where: str, exc: BaseException) -> dict[str, Any]:
+_SUBMISSION_FILE: list[str] = []
+"""The imported submission's path inside the sandbox, to find its frames in a traceback."""
+
+
+def _error(where: str, exc: BaseException, nodes: dict[int, str] | None = None) -> dict[str, Any]:
+    """An exception as plain facts: its type and message, the last frames, and its place in the submission.
+
+    ``nodes`` maps id() of the graph's tensors to their steps (``h = x @ w``): the
+    innermost submission frame that holds one of them names the node being run.
+    """
     tb = traceback.extract_tb(exc.__traceback__)
     frames = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb[-4:]]
-    return {"where": where, "type": type(exc).__name__, "message": str(exc)[:2000], "frames": frames}
+    error: dict[str, Any] = {"where": where, "type": type(exc).__name__, "message": str(exc)[:2000],
+                             "frames": frames}
+    own = [f for f in tb if _SUBMISSION_FILE and f.filename == _SUBMISSION_FILE[0]]
+    if own:
+        error["line"] = own[-1].lineno
+        error["source_line"] = (own[-1].line or "").strip()[:200]
+    if nodes:
+        node = _node_in(exc.__traceback__, nodes)
+        if node:
+            error["node"] = node
+    return error
+
+
+def _node_in(tb: Any, nodes: dict[int, str]) -> str | None:
+    """The graph node that the innermost submission frame was working on, if it holds one."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        if not (_SUBMISSION_FILE and frame.f_code.co_filename == _SUBMISSION_FILE[0]):
+            continue
+        local = frame.f_locals
+        for key in ("self", "out", "node", "t", "v"):
+            if key in local and id(local[key]) in nodes:
+                return nodes[id(local[key])]
+        for value in local.values():
+            if id(value) in nodes:
+                return nodes[id(value)]
+    return None
 
 
 class Evaluator:
@@ -163,7 +201,13 @@ class Evaluator:
                     raise _Failed("backward", exc) from exc
                 reply["backward_seconds"] = time.perf_counter() - t0
         except _Failed as failed:
-            reply["error"] = _error(failed.where, failed.exc)
+            described = {s["name"]: f"{s['name']} = " + OPS[s["op"]].render(
+                [a if isinstance(a, str) else repr(a) for a in s["args"]],
+                {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in wire["steps"]}
+            nodes = {id(results[name]): text for name, text in described.items() if name in results}
+            reply["error"] = _error(failed.where, failed.exc, nodes)
+            if failed.where.startswith("forward: "):
+                reply["error"]["node"] = described.get(failed.where.removeprefix("forward: "), "")
         reply["seconds"] = time.perf_counter() - started
         names = [s["name"] for s in wire["steps"]] if observe_all else [wire["output"]]
         # Reading .grad or .data runs candidate code too (a property), so it is guarded as well.
@@ -291,6 +335,7 @@ def load_submission(path: str, module_name: str) -> Any:
 
 def serve(sock: socket.socket, path: str, class_name: str) -> None:
     """Import the submission, say hello, then answer requests until the parent hangs up."""
+    _SUBMISSION_FILE[:] = [path]
     module_name = os.path.splitext(os.path.basename(path))[0] or "submission"
     if not module_name.isidentifier() or module_name in sys.modules:
         module_name = "submission"
@@ -302,7 +347,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     evaluator = Evaluator(module, class_name)
     send_message(sock, {"kind": "ready", **evaluator.do_hello({}), "violations": evaluator.guard.violations[:]})
     while True:
-        request = recv_message(sock)
+        request = recv_message(sock, **TRUSTED_LIMITS)
         if request is None:
             return
         try:

@@ -1,20 +1,26 @@
-"""The parent side of the sandbox: start workers, talk to them, kill them.
+"""The grader's side of the sandbox: start the template, open one sandbox per submission, talk to workers.
 
-Standard library only, so ``Sandbox.launch`` can start the zygote (which
-imports torch) before the grader imports torch itself: the two imports then
-overlap on the machine's cores.
+A ``Launcher`` starts the template process (inside bubblewrap when it is
+installed, see ``template.py`` for the process tree) as soon as it is created,
+so torch is imported there while the grader imports its own copy. Each
+submission then gets a ``Sandbox``: a fresh zygote with its own namespaces,
+never reused. Each check gets a ``Worker`` forked from it.
+
+Everything a sandboxed process sends is hostile input: messages are bounded
+and validated (``channel``, ``schema``) and a worker's stdout/stderr arrive
+through pipes that one thread drains, capped. Standard library only, so the
+template can start before the grader imports torch.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
+import selectors
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -22,16 +28,30 @@ from pathlib import Path
 from typing import Any
 
 from harness.sandbox.channel import ChannelError, recv_message, send_message
+from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
 
-__all__ = ["Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "OUTPUT_CAP", "bubblewrap_missing"]
+__all__ = ["Launcher", "Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "SandboxUnavailable",
+           "OUTPUT_CAP", "bubblewrap_missing"]
 
 OUTPUT_CAP = 4000
-"""Characters of a submission's stdout/stderr kept per stream."""
+"""Bytes of a worker's stdout/stderr kept per stream; the rest is read and dropped."""
+
+FORCE_BASIC = "GRADER_ISOLATION"
+"""Set to ``basic`` to run without bubblewrap even where it is installed (tests of the fallback)."""
+
+_ORDER_SECONDS = 10.0
+"""How long the trusted template or zygote may take to answer an order before it counts as dead."""
 
 
 @dataclass(frozen=True)
 class Limits:
     memory_mb: int = 2048
+    """Address space per worker, above what the imported torch already takes."""
+    processes: int = 32
+    """Processes and threads of one submission, all its workers together."""
+    disk_mb: int = 64
+    """The submission's private tmpfs: all the files it may write, together."""
+    file_mb: int = 32
     import_seconds: float = 20.0
     start_seconds: float = 60.0
 
@@ -43,6 +63,10 @@ def bubblewrap_missing() -> str | None:
     return None
 
 
+class SandboxUnavailable(RuntimeError):
+    """The sandbox could not be started (bubblewrap refused, the template died): not the submission's fault."""
+
+
 class WorkerDied(Exception):
     """The worker exited, crashed or sent garbage before answering."""
 
@@ -51,14 +75,479 @@ class WorkerTimeout(Exception):
     """The worker did not answer within its time limit and was killed."""
 
 
+# ---- output --------------------------------------------------------------------------------------
+
+
+class _Drain:
+    """One thread that reads every worker's stdout/stderr pipe, keeping the first ``OUTPUT_CAP`` bytes of each."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._kept: dict[tuple[Any, str], bytearray] = {}
+        self._dropped: dict[tuple[Any, str], int] = {}
+        self._open: dict[tuple[Any, str], int] = {}
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="sandbox-output", daemon=True)
+        self._thread.start()
+
+    def add(self, key: Any, stream: str, fd: int) -> None:
+        os.set_blocking(fd, False)
+        with self._lock:
+            self._kept[(key, stream)] = bytearray()
+            self._dropped[(key, stream)] = 0
+            self._open[(key, stream)] = fd
+            self._selector.register(fd, selectors.EVENT_READ, (key, stream))
+        self._wake()
+
+    def text(self, key: Any, stream: str, wait: float = 0.0) -> str:
+        """What ``stream`` of ``key`` wrote so far; ``wait`` seconds for the writers to close it first."""
+        deadline = time.monotonic() + wait
+        while wait and (key, stream) in self._open and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with self._lock:
+            data = bytes(self._kept.get((key, stream), b""))
+            dropped = self._dropped.get((key, stream), 0)
+        text = data.decode(errors="replace")
+        if dropped:
+            text += f"\n[... {dropped} more bytes not kept ...]"
+        return text
+
+    def forget(self, key: Any) -> None:
+        with self._lock:
+            for entry in [k for k in self._kept if k[0] == key]:
+                fd = self._open.pop(entry, None)
+                if fd is not None:
+                    self._selector.unregister(fd)
+                    os.close(fd)
+                self._kept.pop(entry, None)
+                self._dropped.pop(entry, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._wake()
+        self._thread.join(timeout=2)
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    def _run(self) -> None:
+        while True:
+            events = self._selector.select(timeout=0.5)
+            with self._lock:
+                if self._closed:
+                    for fd in self._open.values():
+                        os.close(fd)
+                    self._open.clear()
+                    self._selector.close()
+                    os.close(self._wake_r)
+                    os.close(self._wake_w)
+                    return
+                for selected, _ in events:
+                    if selected.data is None:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except OSError:
+                            pass
+                        continue
+                    self._read(selected.fd, selected.data)
+
+    def _read(self, fd: int, entry: tuple[Any, str]) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._selector.unregister(fd)
+            os.close(fd)
+            self._open.pop(entry, None)
+            return
+        kept = self._kept[entry]
+        room = OUTPUT_CAP - len(kept)
+        kept += chunk[:max(room, 0)]
+        self._dropped[entry] += max(0, len(chunk) - max(room, 0))
+
+
+# ---- the template --------------------------------------------------------------------------------
+
+
+class Launcher:
+    """The template process, started at once, from which every submission's sandbox is forked.
+
+    ``isolation`` is "auto" (bubblewrap when installed), "sandbox" (bubblewrap or a
+    ``SandboxUnavailable`` error) or "basic" (a plain child process: rlimits, its own
+    session, uid 65534 when the grader is root, and namespaces where the kernel allows).
+    """
+
+    def __init__(self, isolation: str = "auto", *, user: str | None = None,
+                 start_seconds: float = Limits.start_seconds) -> None:
+        if isolation not in ("auto", "sandbox", "basic"):
+            raise ValueError(f"unknown isolation {isolation!r}")
+        missing = bubblewrap_missing()
+        if isolation == "sandbox" and missing:
+            raise SandboxUnavailable(missing)
+        forced_basic = os.environ.get(FORCE_BASIC) == "basic"
+        self.mode = "basic" if isolation == "basic" or (isolation == "auto" and (missing or forced_basic)) \
+            else "sandbox"
+        self.fallback = isolation == "auto"
+        """May fall back to "basic" when bubblewrap is installed but cannot start here."""
+        self.why_basic = missing if self.mode == "basic" and missing and isolation == "auto" else ""
+        self.start_seconds = start_seconds
+        self.user = user
+        self.drain = _Drain()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._start()
+
+    def _start(self) -> None:
+        self._ready = False
+        user = self.user
+        ours, theirs = socket.socketpair()
+        self._channel = ours
+        command, env = self._command(theirs.fileno())
+        stderr_r, stderr_w = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=stderr_w, start_new_session=True, env=env, cwd="/", user=user,
+                group=None if user is None else _primary_group(user), extra_groups=None if user is None else [],
+            )
+        except OSError as exc:
+            ours.close()
+            os.close(stderr_r)
+            raise SandboxUnavailable(f"could not start the sandbox: {exc}") from None
+        finally:
+            theirs.close()
+            os.close(stderr_w)
+        self.drain.add("template", "stderr", stderr_r)
+
+    # ---- how the template is started ----
+
+    def _command(self, fd: int) -> tuple[list[str], dict[str, str]]:
+        harness_dir = Path(__file__).resolve().parent.parent
+        python = [sys.executable, "-P", "-s", "-m", "harness.sandbox.template", str(fd)]
+        env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1", "LANG": "C.UTF-8",
+               "OMP_NUM_THREADS": "1"}
+        if self.mode == "basic":
+            return python, {**env, "PYTHONPATH": str(harness_dir.parent), "HOME": "/tmp"}
+        return ["bwrap", *_bubblewrap_view(harness_dir), "--", *python], env
+
+    def _await_ready(self) -> None:
+        if self._ready:
+            return
+        deadline = time.monotonic() + self.start_seconds
+        try:
+            hello = recv_message(self._channel, deadline=deadline)
+        except (OSError, ChannelError):
+            hello = None
+        if isinstance(hello, dict) and hello.get("kind") == "ready":
+            self._ready = True
+            return
+        failure = self._failure("the sandbox did not start")
+        if self.mode == "sandbox" and self.fallback:
+            # bubblewrap is installed but refused here (a container without user namespaces,
+            # say): grade with basic isolation, and say why in the report.
+            self._stop()
+            self.mode, self.why_basic = "basic", failure
+            self._start()
+            return self._await_ready()
+        raise SandboxUnavailable(failure)
+
+    def _failure(self, what: str) -> str:
+        detail = self.drain.text("template", "stderr", wait=0.5).strip().splitlines()[-1:]
+        return f"{what}: {' '.join(detail)}" if detail else what
+
+    def _order(self, order: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
+        try:
+            send_message(self._channel, order, fds)
+            reply = recv_message(self._channel, deadline=time.monotonic() + _ORDER_SECONDS)
+        except (OSError, ChannelError):
+            reply = None
+        if not isinstance(reply, dict):
+            raise SandboxUnavailable(self._failure("the sandbox's template stopped answering"))
+        return reply
+
+    # ---- submissions ----
+
+    def sandbox(self, limits: Limits = Limits()) -> Sandbox:
+        """A fresh sandbox for one submission: a new zygote with namespaces of its own."""
+        ours, theirs = socket.socketpair()
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the sandbox has been shut down")
+            self._await_ready()
+            order = {"op": "submission", "read_only_host": self.mode == "basic",
+                     "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
+                                "disk_mb": limits.disk_mb, "file_mb": limits.file_mb}}
+            try:
+                reply = self._order(order, [theirs.fileno()])
+            finally:
+                theirs.close()
+        if "id" not in reply:
+            ours.close()
+            raise SandboxUnavailable(str(reply.get("error", "the sandbox refused a new submission"))[:300])
+        return Sandbox(self, int(reply["id"]), ours, limits)
+
+    def kill_submission(self, ident: int) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._order({"op": "kill", "id": ident})
+            except SandboxUnavailable:
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop()
+        self.drain.close()
+
+    def _stop(self) -> None:
+        self._channel.close()
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)  # bubblewrap's pid namespace dies with it
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.drain.forget("template")
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _primary_group(user: str) -> int:
+    import pwd
+
+    return pwd.getpwnam(user).pw_gid
+
+
+def _bubblewrap_view(harness_dir: Path) -> list[str]:
+    """bwrap's arguments: new namespaces, no capabilities, and a read-only view of what Python needs."""
+    args = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if os.geteuid() == 0:
+        # Real root outside, so no user namespace (its uid 65534 would map to root): the
+        # template starts as root with only these two capabilities and a zygote gives them up
+        # for uid 65534 before anything of a submission's exists.
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-user"]
+    made: set[str] = {"/"}
+
+    def parents(path: str) -> None:
+        parent = os.path.dirname(path)
+        if parent not in made:
+            parents(parent)
+            args.extend(["--perms", "0755", "--dir", parent])
+            made.add(parent)
+
+    for top in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+            made.add(top)
+    for path in _python_paths():
+        parents(path)
+        args += ["--ro-bind", path, path]
+        made.add(path)
+    for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        if os.path.exists(path):
+            parents(path)
+            args += ["--ro-bind", path, path]
+    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
+             "--dir", "/grader", "--ro-bind", str(harness_dir), "/grader/harness",
+             "--chdir", "/tmp", "--setenv", "PYTHONPATH", "/grader", "--setenv", "HOME", "/tmp"]
+    return args
+
+
+def _python_paths() -> list[str]:
+    """The folders the interpreter and its installed packages live in, outermost first, without repeats."""
+    import site
+
+    candidates = ["/usr", sys.base_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    candidates += [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
+    chosen: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len):
+        if not any(path == c or path.startswith(c + os.sep) for c in chosen):
+            chosen.append(path)
+    # An interpreter reached through a symlink (a venv) must exist at its own path as well.
+    executable_dir = os.path.dirname(sys.executable)
+    if os.path.isdir(executable_dir) and not any(executable_dir == c or executable_dir.startswith(c + os.sep)
+                                                 for c in chosen):
+        chosen.append(executable_dir)
+    return chosen
+
+
+# ---- one submission --------------------------------------------------------------------------
+
+
+class Sandbox:
+    """One submission's zygote and the workers forked from it. Closing it kills them all."""
+
+    def __init__(self, launcher: Launcher, ident: int, channel: socket.socket, limits: Limits) -> None:
+        self.launcher = launcher
+        self.ident = ident
+        self.limits = limits
+        self._channel = channel
+        self._lock = threading.Lock()
+        self._sources: dict[str, str] = {}
+        self._workers: list[Worker] = []
+        self._owns_launcher = False
+        self.closed = False
+        try:
+            ready = recv_message(channel, deadline=time.monotonic() + _ORDER_SECONDS)
+        except (OSError, ChannelError):
+            ready = None
+        if not isinstance(ready, dict) or ready.get("kind") != "ready":
+            channel.close()
+            launcher.kill_submission(ident)
+            raise SandboxUnavailable(launcher._failure("the submission's sandbox did not start"))
+        self.namespaces = bool(ready.get("namespaces"))
+        self._workroot = str(ready.get("workroot", ""))
+        self.isolation = "sandbox" if launcher.mode == "sandbox" and self.namespaces else "basic"
+        self.isolation_note = launcher.why_basic or ("" if self.namespaces else "this machine allows no user namespaces")
+
+    @classmethod
+    def launch(cls, limits: Limits = Limits(), isolation: str = "auto") -> Sandbox:
+        """A sandbox with a launcher of its own, closed with it (one submission, then done)."""
+        launcher = Launcher(isolation, start_seconds=limits.start_seconds)
+        try:
+            box = launcher.sandbox(limits)
+        except BaseException:
+            launcher.close()
+            raise
+        box._owns_launcher = True
+        return box
+
+    def _order(self, order: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
+        """Send the zygote an order and wait for its answer; a zygote that does not answer ends the sandbox."""
+        with self._lock:
+            if self.closed:
+                raise WorkerDied("the submission's sandbox was shut down")
+            try:
+                send_message(self._channel, order, fds)
+                reply = recv_message(self._channel, deadline=time.monotonic() + _ORDER_SECONDS)
+            except (OSError, ChannelError):
+                reply = None
+        if not isinstance(reply, dict):
+            self.abort()
+            raise WorkerDied("the submission's sandbox stopped answering")
+        return reply
+
+    def spawn(self, path: Path, class_name: str = "Tensor") -> Worker:
+        """Fork a worker and wait until it has imported the submission.
+
+        Raises WorkerDied or WorkerTimeout when the import itself fails that way;
+        an exception raised by the submission's code comes back in the hello.
+        """
+        source = self._source(path)
+        stem = Path(path).stem
+        module = stem if stem.isidentifier() else "solution"
+        theirs, ours = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            reply = self._order({"op": "spawn", "module": module, "source": source, "class_name": class_name},
+                                [theirs.fileno(), out_w, err_w])
+        except BaseException:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+            os.close(out_w)
+            os.close(err_w)
+        if "worker" not in reply:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            ours.close()
+            raise WorkerDied(str(reply.get("error", "the worker was not started"))[:300])
+        worker = Worker(self, int(reply["worker"]), ours)
+        self.launcher.drain.add(worker.key, "stdout", out_r)
+        self.launcher.drain.add(worker.key, "stderr", err_r)
+        self._workers.append(worker)
+        worker.hello = worker.receive(self.limits.import_seconds, "importing the submission", hello=True)
+        return worker
+
+    def _source(self, path: Path) -> str:
+        # Read once: every worker of a grade imports the same text, even if the file changes meanwhile.
+        key = str(path)
+        if key not in self._sources:
+            self._sources[key] = Path(path).read_text(encoding="utf-8")
+        return self._sources[key]
+
+    def kill_worker(self, number: int) -> None:
+        if not self.closed:
+            try:
+                self._order({"op": "kill", "worker": number})
+            except WorkerDied:
+                pass
+
+    def worker_cpu_seconds(self, number: int) -> float:
+        try:
+            reply = self._order({"op": "cpu", "worker": number})
+        except WorkerDied:
+            return float("nan")
+        seconds = reply.get("seconds")
+        return float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else float("nan")
+
+    def abort(self) -> None:
+        """Kill the whole submission now (the watchdog's way): every worker dies, every request fails."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            self._channel.close()
+        self.launcher.kill_submission(self.ident)
+
+    def close(self) -> None:
+        self.abort()
+        for worker in self._workers:
+            worker.alive = False
+            worker.close_channel()
+            self.launcher.drain.forget(worker.key)
+        if self.launcher.mode == "basic" and not self.namespaces and self._workroot.startswith("/tmp/"):
+            try:
+                shutil.rmtree(self._workroot, ignore_errors=True)
+            except RecursionError:  # a submission may nest folders deeper than rmtree recurses
+                pass
+        if self._owns_launcher:
+            self.launcher.close()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Worker:
     """One forked process holding one imported submission."""
 
-    def __init__(self, pid: int, sock: socket.socket, workdir: Path, hello: dict[str, Any]) -> None:
-        self.pid = pid
+    def __init__(self, sandbox: Sandbox, number: int, sock: socket.socket) -> None:
+        self.sandbox = sandbox
+        self.number = number
+        self.key = (sandbox.ident, number, id(self))
         self.sock = sock
-        self.workdir = workdir
-        self.hello = hello
+        self.hello: dict[str, Any] = {}
         self.alive = True
 
     def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -71,211 +560,50 @@ class Worker:
         except (socket.timeout, TimeoutError, OSError) as exc:
             self.kill()
             raise WorkerDied(f"the channel broke while sending a request: {exc}") from None
-        return self.receive(deadline - time.monotonic(), "answering a request")
+        return self.receive(deadline - time.monotonic(), "answering a request", kind=str(payload.get("kind")))
 
-    def receive(self, timeout: float, what: str) -> dict[str, Any]:
-        """The worker's next message. A timeout, a crash or garbage on the channel kills the worker."""
+    def receive(self, timeout: float, what: str, *, kind: str = "", hello: bool = False) -> dict[str, Any]:
+        """The worker's next message, validated. A timeout, a crash or garbage on the channel kills the worker."""
         try:
-            self.sock.settimeout(max(0.01, timeout))
-            reply = recv_message(self.sock)
+            reply = recv_message(self.sock, deadline=time.monotonic() + max(0.01, timeout))
         except (socket.timeout, TimeoutError):
             self.kill()
             raise WorkerTimeout(f"{what} took longer than {timeout:g} s") from None
         except (OSError, ChannelError) as exc:
             self.kill()
             raise WorkerDied(f"the channel broke while {what}: {exc}") from None
-        if not isinstance(reply, dict):
+        if reply is None:
             self.kill()
             raise WorkerDied(f"the submission's process ended while {what} (it exited, or was killed by a crash)")
-        return reply
+        try:
+            return validate_hello(reply) if hello else validate_reply(kind, reply)
+        except SchemaError as exc:
+            self.kill()
+            raise WorkerDied(f"the worker sent a malformed message while {what}: {str(exc)[:300]}") from None
+
+    def cpu_seconds(self) -> float:
+        """CPU time the worker has used so far, read from the kernel by the zygote (never reported by the worker)."""
+        if not self.alive:
+            return float("nan")
+        return self.sandbox.worker_cpu_seconds(self.number)
 
     def kill(self) -> None:
         if self.alive:
-            _kill_tree(self.pid)
             self.alive = False
+            self.sandbox.kill_worker(self.number)
+        self.close_channel()
+
+    def close_channel(self) -> None:
         try:
             self.sock.close()
         except OSError:
             pass
 
-    def cpu_seconds(self) -> float:
-        """CPU time the worker process has used so far, read from the kernel (never reported by the worker)."""
-        try:
-            with open(f"/proc/{self.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return float("nan")
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
     def output(self) -> dict[str, str]:
         """The submission's captured stdout/stderr, capped and marked when cut."""
-        streams = {}
-        for name in ("stdout", "stderr"):
-            path = self.workdir / f"{name}.txt"
-            try:
-                with open(path, "rb") as f:
-                    data = f.read(OUTPUT_CAP + 1)
-            except OSError:
-                data = b""
-            text = data[:OUTPUT_CAP].decode(errors="replace")
-            if len(data) > OUTPUT_CAP:
-                text += "\n[... output truncated ...]"
-            streams[name] = text
+        wait = 0.0 if self.alive else 0.5
+        drain = self.sandbox.launcher.drain
+        streams = {name: drain.text(self.key, name, wait=wait) for name in ("stdout", "stderr")}
+        if not self.alive:
+            drain.forget(self.key)
         return streams
-
-
-class Sandbox:
-    """A zygote process plus the workers forked from it, for one submission at a time."""
-
-    isolation = "basic"
-    """How submissions are confined: "sandbox" (bubblewrap) or "basic" (a child process with rlimits)."""
-
-    def __init__(self, limits: Limits = Limits()) -> None:
-        self.limits = limits
-        self.dir = Path(tempfile.mkdtemp(prefix="grade-"))
-        self._control_path = str(self.dir / "control.sock")
-        self._data_path = str(self.dir / "data.sock")
-        self._control_listener = _listen(self._control_path)
-        self._data_listener = _listen(self._data_path)
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        self._zygote = subprocess.Popen(
-            [sys.executable, "-m", "harness.sandbox.zygote", self._control_path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True, env=env, cwd=str(self.dir),
-        )
-        self._control: socket.socket | None = None
-        self._workers: list[Worker] = []
-        self._count = 0
-        self._lock = threading.Lock()  # one fork-and-connect at a time: the channels are shared
-
-    @classmethod
-    def launch(cls, limits: Limits = Limits()) -> Sandbox:
-        """Start the zygote now; it finishes importing torch while the caller does the same."""
-        return cls(limits)
-
-    def _connect(self) -> socket.socket:
-        if self._control is None:
-            self._control_listener.settimeout(self.limits.start_seconds)
-            try:
-                self._control, _ = self._control_listener.accept()
-            except (socket.timeout, TimeoutError):
-                raise RuntimeError(self._zygote_failure("the sandbox did not start in time")) from None
-            self._control.settimeout(self.limits.start_seconds)
-            ready = recv_message(self._control)
-            if not ready:
-                raise RuntimeError(self._zygote_failure("the sandbox failed to start"))
-        return self._control
-
-    def _zygote_failure(self, what: str) -> str:
-        if self._zygote.poll() is not None and self._zygote.stderr is not None:
-            detail = self._zygote.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
-            return f"{what}: {' '.join(detail)}"
-        return what
-
-    def spawn(self, path: Path, class_name: str = "Tensor") -> Worker:
-        """Fork a worker and wait until it has imported the submission.
-
-        Raises WorkerDied or WorkerTimeout when the import itself fails that way;
-        an exception raised by the submission's code comes back in the hello.
-        """
-        with self._lock:
-            control = self._connect()
-            self._count += 1
-            workdir = self.dir / f"w{self._count}"
-            workdir.mkdir()
-            token = secrets.token_hex(16)
-            send_message(control, {
-                "path": str(Path(path).resolve()), "class_name": class_name, "workdir": str(workdir),
-                "data_path": self._data_path, "token": token, "memory_mb": self.limits.memory_mb,
-            })
-            pid = int(recv_message(control)["pid"])
-            self._data_listener.settimeout(self.limits.start_seconds)
-            try:
-                sock, _ = self._data_listener.accept()
-                sock.settimeout(5)
-                if _recv_exactly(sock, len(token)) != token.encode():
-                    raise OSError("bad token")
-            except (OSError, socket.timeout):
-                _kill_tree(pid)
-                raise WorkerDied("the worker did not connect") from None
-            worker = Worker(pid, sock, workdir, {})
-            self._workers.append(worker)
-        worker.hello = worker.receive(self.limits.import_seconds, "importing the submission")
-        return worker
-
-    def close(self) -> None:
-        for worker in self._workers:
-            worker.kill()
-        if self._zygote.poll() is None:
-            _kill_tree(self._zygote.pid)
-        try:
-            self._zygote.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        if self._zygote.stderr is not None:
-            self._zygote.stderr.close()
-        for s in (self._control, self._control_listener, self._data_listener):
-            if s is not None:
-                s.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _listen(path: str) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(path)
-    os.chmod(path, 0o600)
-    sock.listen(8)
-    return sock
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def _descendants(root: int) -> list[int]:
-    """Every live process below ``root``, found through /proc parent links."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    found, frontier = [], [root]
-    while frontier:
-        pid = frontier.pop()
-        for child in children.get(pid, []):
-            found.append(child)
-            frontier.append(child)
-    return found
-
-
-def _kill_tree(pid: int) -> None:
-    """Kill a process, its process group and every descendant, whatever session they moved to."""
-    targets = _descendants(pid)
-    for sig_target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            sig_target()
-        except (ProcessLookupError, PermissionError):
-            pass
-    for child in targets:
-        try:
-            os.kill(child, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass

@@ -1,94 +1,215 @@
-"""A process that has imported torch and forks one worker per request.
+"""The zygote: one per submission, it forks a fresh worker for every check and kills it on request.
 
-Importing torch dominates start-up, so it happens once, here, before any torch
-op has run (a process that has run ops may hold thread pools that do not
-survive a fork). Each worker is a fresh fork: its own session and process
-group, working directory, memory limit and captured output. The zygote itself
-never imports candidate code.
+It runs inside the submission's namespaces but never runs candidate code
+itself. Each worker is pid 1 of a pid namespace of its own, so killing the
+worker kills everything it started, however it forked or daemonised; the
+zygote is pid 1 of the submission's pid namespace, so when it exits (the
+grader hung up) every worker dies with it. It also tells the grader the CPU
+time of a worker, read from the kernel: a number the worker cannot forge.
 
-Run as ``python -m harness.sandbox.zygote CONTROL_SOCKET``.
+Orders arrive on the zygote's channel from the grader: ``spawn`` (with the
+worker's socket and its stdout/stderr pipes as file descriptors), ``kill``
+and ``cpu``.
 """
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import os
 import resource
 import signal
 import socket
 import sys
+from typing import Any
 
-_PR_SET_CHILD_SUBREAPER = 36
+from harness.sandbox import _linux
+from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
-
-def main(control_path: str) -> None:
-    import torch
-
-    # Submissions work on tiny tensors; one thread each keeps two workers from fighting
-    # over the machine's cores.
-    torch.set_num_threads(1)
-
-    from harness.sandbox import evaluator
-    from harness.sandbox.channel import recv_message, send_message
-
-    gc.freeze()  # torch's import objects are never garbage: keep collections in workers short
-    # Orphaned descendants of a worker (a daemonised grandchild) reparent to us,
-    # so the grader can still find and kill them.
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped automatically
-    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    control.connect(control_path)
-    send_message(control, {"kind": "zygote_ready", "pid": os.getpid()})
-    while True:
-        order = recv_message(control)
-        if order is None:
-            os._exit(0)
-        pid = os.fork()
-        if pid == 0:
-            _become_worker(control, order, evaluator.serve)
-        send_message(control, {"pid": pid})
+_MIB = 1024 * 1024
+_WORKER_SOCKET = 3
 
 
-def _become_worker(control: socket.socket, order: dict, serve) -> None:
+def serve(channel_fd: int, limits: dict[str, Any], baseline_bytes: int, namespaces: bool) -> None:
+    """Answer the grader's orders until it hangs up; never returns."""
     code = 0
     try:
-        control.close()
-        os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.chdir(order["workdir"])
-        _redirect(0, os.devnull, os.O_RDONLY)
-        _redirect(1, "stdout.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        _redirect(2, "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        _limit_memory(int(order["memory_mb"]))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        file_limit = 64 * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(order["data_path"])
-        sock.sendall(order["token"].encode())
-        serve(sock, order["path"], order["class_name"])
-    except BaseException:  # the worker's end is reported by the parent as a crash
+        channel = socket.socket(fileno=channel_fd)
+        _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
+        if not namespaces:
+            _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # so daemonised grandchildren can still be found
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        workers: dict[int, tuple[int, int]] = {}  # id -> (pid, pidfd)
+        send_message(channel, {"kind": "ready", "namespaces": namespaces, "workroot": str(limits["workroot"])})
+        count = 0
+        while True:
+            fds: list[int] = []
+            order = recv_message(channel, fds=fds, **TRUSTED_LIMITS)
+            if order is None:
+                return  # pid 1 exits: the kernel kills every process of the submission
+            op = order.get("op")
+            reply: dict[str, Any]
+            if op == "spawn" and len(fds) == 3:
+                count += 1
+                pid = _spawn(count, order, fds, limits, baseline_bytes, namespaces)
+                workers[count] = (pid, _pidfd(pid))
+                reply = {"worker": count}
+            elif op == "kill":
+                entry = workers.pop(order.get("worker"), None)
+                if entry is not None:
+                    _kill(entry, namespaces)
+                reply = {"ok": True}
+            elif op == "cpu":
+                entry = workers.get(order.get("worker"))
+                reply = {"seconds": _cpu_seconds(entry)}
+            else:
+                reply = {"error": f"unknown order {op!r}"}
+            for fd in fds:
+                os.close(fd)
+            send_message(channel, reply)
+    except BaseException:
         code = 1
     finally:
         os._exit(code)
 
 
-def _redirect(fd: int, path: str, flags: int) -> None:
-    target = os.open(path, flags, 0o600)
-    os.dup2(target, fd)
-    os.close(target)
+def _spawn(number: int, order: dict[str, Any], fds: list[int], limits: dict[str, Any], baseline_bytes: int,
+           namespaces: bool) -> int:
+    """Fork a worker; with namespaces it is pid 1 of a new pid namespace (through a short-lived middle process)."""
+    if not namespaces:
+        pid = os.fork()
+        if pid == 0:
+            _become_worker(number, order, fds, limits, baseline_bytes, namespaces)
+        return pid
+    report_r, report_w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            os.close(report_r)
+            _linux.unshare(_linux.CLONE_NEWPID)
+            pid = os.fork()
+            if pid == 0:
+                os.close(report_w)
+                _become_worker(number, order, fds, limits, baseline_bytes, namespaces)
+            os.write(report_w, str(pid).encode())
+        finally:
+            os._exit(0)
+    os.close(report_w)
+    try:
+        text = os.read(report_r, 32)
+    finally:
+        os.close(report_r)
+    if not text:
+        raise OSError("the worker was not started")
+    return int(text)
 
 
-def _limit_memory(megabytes: int) -> None:
-    with open("/proc/self/status") as status:
-        vm = next((int(line.split()[1]) for line in status if line.startswith("VmSize:")), 0)
-    limit = vm * 1024 + megabytes * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: dict[str, Any],
+                   baseline_bytes: int, namespaces: bool) -> None:
+    """In the fork: confine this process, write the submission into its own folder, and serve the grader."""
+    code = 1
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sock_fd, out_fd, err_fd = fds
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        os.dup2(sock_fd, _WORKER_SOCKET)
+        os.closerange(_WORKER_SOCKET + 1, 1 << 16)
+        # Unbuffered: a worker is killed, never shut down, and buffered output would be lost.
+        for stream in (sys.stdout, sys.stderr):
+            stream.reconfigure(line_buffering=True, write_through=True)
+        workdir = os.path.join(str(limits["workroot"]), f"w{number}")
+        os.mkdir(workdir, 0o700)
+        os.chdir(workdir)
+        module_path = os.path.join(workdir, f"{order['module']}.py")
+        with open(module_path, "w", encoding="utf-8") as f:
+            f.write(order["source"])
+        _linux.set_limit(resource.RLIMIT_AS, baseline_bytes + int(limits["memory_mb"]) * _MIB)
+        _linux.set_limit(resource.RLIMIT_FSIZE, int(limits["file_mb"]) * _MIB)
+        if namespaces:
+            _linux.drop_capabilities()
+        else:
+            _linux.prctl(_linux.PR_SET_NO_NEW_PRIVS, 1)
+        from harness.sandbox import evaluator
+
+        evaluator.serve(socket.socket(fileno=_WORKER_SOCKET), module_path, order["class_name"])
+        code = 0
+    except BaseException as exc:  # the grader reports the worker's end as a crash; this says why
+        try:
+            os.write(2, f"[the grader's worker stopped: {type(exc).__name__}: {str(exc)[:200]}]\n".encode())
+        except OSError:
+            pass
+        code = 1
+    finally:
+        os._exit(code)
 
 
-if __name__ == "__main__":
-    main(sys.argv[1])
+def _pidfd(pid: int) -> int:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:  # already gone
+        return -1
+
+
+def _kill(entry: tuple[int, int], namespaces: bool) -> None:
+    pid, pidfd = entry
+    if pidfd < 0:
+        return
+    if not namespaces:
+        _kill_tree(pid)
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # pid 1 of its namespace: all of it dies
+    except (ProcessLookupError, OSError):
+        pass
+    os.close(pidfd)
+
+
+def _cpu_seconds(entry: tuple[int, int] | None) -> float | None:
+    if entry is None:
+        return None
+    pid, pidfd = entry
+    if pidfd < 0:
+        return None
+    try:
+        signal.pidfd_send_signal(pidfd, 0)  # still the same process, not a recycled pid
+        return _linux.process_cpu_seconds(pid)
+    except (ProcessLookupError, OSError):
+        return None
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root``, found through /proc parent links (only without pid namespaces)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, frontier = [], [root]
+    while frontier:
+        pid = frontier.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+def _kill_tree(pid: int) -> None:
+    """Kill a worker, its process group and every descendant, whatever session they moved to."""
+    targets = _descendants(pid)
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+    for child in targets:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -484,7 +484,7 @@ class _CaseReader:
     def _input(self, name: str, key: yaml.Node, node: yaml.Node) -> Leaf:
         self._name(name, key, "input")
         what = f"input {name!r}"
-        tensor, entries = self._tensor_input(node, what, INPUT_KEYS)
+        tensor, entries, recipe = self._tensor_input(node, what, INPUT_KEYS)
         floating = tensor.is_floating_point()
         requires_grad = floating
         if "requires_grad" in entries:
@@ -492,10 +492,11 @@ class _CaseReader:
             requires_grad = _bool(self.src, rg_node, f"requires_grad of {what}")
             if requires_grad and not floating:
                 raise self.src.error(rg_node, f"{what} is int64 and cannot require grad")
-        return Leaf(name, tensor, requires_grad)
+        return Leaf(name, tensor, requires_grad, recipe)
 
-    def _tensor_input(self, node: yaml.Node, what: str, allowed: Sequence[str]) -> tuple[torch.Tensor, Entries]:
-        """A tensor written as ``value`` or as ``shape`` + ``init`` (shared by inputs and ``upstream``)."""
+    def _tensor_input(self, node: yaml.Node, what: str,
+                      allowed: Sequence[str]) -> tuple[torch.Tensor, Entries, str | None]:
+        """A tensor written as ``value`` or as ``shape`` + ``init``, and for the latter the Python that rebuilds it."""
         src = self.src
         entries = _mapping(src, node, what)
         _check_keys(src, node, entries, what, allowed)
@@ -514,7 +515,7 @@ class _CaseReader:
                     )
             integer = dtype_name == "int64"
             data, _ = _nested(src, entries["value"][1], f"the value of {what}", integer=integer)
-            return torch.tensor(data, dtype=DTYPES[dtype_name]), entries
+            return torch.tensor(data, dtype=DTYPES[dtype_name]), entries, None
         if "shape" not in entries:
             raise src.error(node, f"{what} needs either `value` or `shape` (with an optional `init`)")
         shape = self._shape(entries["shape"][1], what)
@@ -537,9 +538,11 @@ class _CaseReader:
         if "scale" in entries:
             scale = _number(src, entries["scale"][1], f"scale of {what}", integer=integer)
         value = _generate(init, shape, seed, low, high)
+        recipe = _recipe(init, shape, seed, low, high)
         if scale is not None:
             value = value * scale
-        return value.to(DTYPES[dtype_name]), entries
+            recipe = f"({recipe} * {scale!r})"
+        return value.to(DTYPES[dtype_name]), entries, f"{recipe}.to(torch.{dtype_name})"
 
     def _shape(self, node: yaml.Node, what: str) -> tuple[int, ...]:
         if not isinstance(node, yaml.SequenceNode):
@@ -769,6 +772,23 @@ def _generate(init: str, shape: tuple[int, ...], seed: int, low: Any, high: Any)
     if init == "ones":
         return torch.ones(shape, dtype=torch.int64)
     return torch.arange(math.prod(shape), dtype=torch.int64).reshape(shape)
+
+
+def _recipe(init: str, shape: tuple[int, ...], seed: int, low: Any, high: Any) -> str:
+    """Python that rebuilds ``_generate``'s tensor bit for bit (for snippets too large to spell out)."""
+    generator = f"torch.Generator().manual_seed({seed})"
+    size = repr(tuple(shape))
+    if init == "randn":
+        return f"torch.randn({size}, generator={generator}, dtype=torch.float64)"
+    if init == "uniform":
+        return f"(torch.rand({size}, generator={generator}, dtype=torch.float64) * ({high!r} - {low!r}) + {low!r})"
+    if init == "ints":
+        return f"torch.randint({int(low)}, {int(high) + 1}, {size}, generator={generator}, dtype=torch.int64)"
+    if init == "randint":
+        return f"torch.randint(0, {int(high)}, {size}, generator={generator}, dtype=torch.int64)"
+    if init in ("zeros", "ones"):
+        return f"torch.{init}({size}, dtype=torch.int64)"
+    return f"torch.arange({math.prod(shape)}, dtype=torch.int64).reshape({size})"
 
 
 # ---- files ---------------------------------------------------------------------------

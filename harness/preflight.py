@@ -1,0 +1,84 @@
+"""Reading a submission before anything runs it.
+
+What can be judged from the source alone is judged here, in milliseconds and
+without torch: a file that is not Python at all is bad input (``HarnessError``,
+exit 2); Python that cannot be graded (a syntax error, an empty file) is the
+submission's own failure (``Unrunnable``, status "error"); the static integrity
+scan runs on the parsed source. The source is never executed here.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from harness.errors import HarnessError
+from harness.integrity import Findings, inspect_source
+
+__all__ = ["Submission", "Unrunnable", "read_submission", "MAX_SOURCE_BYTES"]
+
+MAX_SOURCE_BYTES: Final = 1024 * 1024
+"""A hand-written engine is a few hundred lines; anything this large is not a submission."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    path: Path
+    text: str
+    sha256: str
+    findings: Findings
+
+
+class Unrunnable(Exception):
+    """Python source that cannot be graded at all: the candidate's error, reported with its place."""
+
+    def __init__(self, message: str, sha256: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.sha256 = sha256
+
+
+def read_submission(path: Path, class_name: str = "Tensor") -> Submission:
+    """The submission at ``path``, read, parsed and scanned; never imported."""
+    path = Path(path)
+    if path.is_dir():
+        raise HarnessError(f"{path}: is a folder, not a submission file (grade batch grades a folder)")
+    if not path.is_file():
+        raise HarnessError(f"{path}: no such file")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read the submission: {exc.strerror}") from None
+    if len(raw) > MAX_SOURCE_BYTES:
+        raise HarnessError(f"{path}: {len(raw):,} bytes is too large for a submission (at most {MAX_SOURCE_BYTES:,})")
+    sha256 = hashlib.sha256(raw).hexdigest()
+    try:
+        if b"\0" in raw:
+            raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), raw.index(b"\0") + 1, "NUL byte")
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HarnessError(f"{path}: not a Python source file (it is binary or not UTF-8 text)") from None
+    try:
+        tree = ast.parse(text, str(path))
+    except SyntaxError as exc:
+        if path.suffix != ".py":
+            raise HarnessError(f"{path}: not a Python source file ({exc.msg} at line {exc.lineno})") from None
+        raise Unrunnable(_syntax_message(exc), sha256) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise Unrunnable(f"the source cannot be parsed: {type(exc).__name__}", sha256) from None
+    if not tree.body:
+        raise Unrunnable(f"the submission is empty: it defines no class named {class_name!r}", sha256)
+    return Submission(path, text, sha256, inspect_source(text, str(path)))
+
+
+def _syntax_message(exc: SyntaxError) -> str:
+    where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+    message = f"{type(exc).__name__} at {where}: {exc.msg}"
+    if exc.text:
+        message += f"\n    {exc.text.rstrip()}"
+        if exc.offset:
+            message += "\n    " + " " * (exc.offset - 1) + "^"
+    return message

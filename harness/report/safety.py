@@ -1,0 +1,38 @@
+"""Showing candidate text safely: a submission writes exceptions, output and values into the report.
+
+Every renderer passes such text through these functions, so a submission can
+neither draw on the reader's terminal (escape sequences, carriage returns),
+reorder what is shown (bidirectional overrides), nor inject Markdown or HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["printable", "markdown_inline", "markdown_fence"]
+
+# C0 controls but tab and newline, DEL, C1 controls, and the Unicode marks that reorder or hide text.
+_UNSAFE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_MARKDOWN_SPECIAL: Final = re.compile(r"([\\`*_{}\[\]|<>~!])")
+_MARKDOWN_LEADING: Final = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or invisible character shown as an escape (``\\x1b``, ``\\u202e``)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def markdown_inline(text: str) -> str:
+    """``text`` as literal Markdown on one line: specials backslash-escaped, newlines as spaces."""
+    flat = printable(text).replace("\r", " ").replace("\n", " ").replace("&", "&amp;")
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    return _MARKDOWN_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped)
+
+
+def markdown_fence(text: str, language: str = "") -> list[str]:
+    """``text`` in a fenced code block whose fence no line of ``text`` can close."""
+    body = printable(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + language, *body.splitlines(), fence]

@@ -1,0 +1,230 @@
+"""What a worker may say: a strict schema for every message it sends the grader.
+
+A worker runs the candidate's code, so its messages are hostile input. Each
+reply is checked against the schema of the request it answers (types, lengths,
+bounded numbers, tensors whose value count matches their shape) before any
+other code of the grader reads it. A message that does not fit is the
+candidate's error on that check (``SchemaError``), never the grader's crash.
+Requests the schema does not know in detail still get the generic bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Final, Mapping
+
+__all__ = ["SchemaError", "validate_hello", "validate_reply"]
+
+MAX_TEXT: Final = 4000
+MAX_NAME: Final = 200
+MAX_ELEMENTS: Final = 1_000_000
+MAX_DIMS: Final = 8
+MAX_INT: Final = 2**63
+MAX_DEPTH: Final = 8
+
+Check = Callable[[Any, str], None]
+
+
+class SchemaError(ValueError):
+    """A worker's message that does not fit its schema."""
+
+
+def _fail(where: str, what: str) -> None:
+    raise SchemaError(f"{where}: {what}")
+
+
+# ---- leaves -----------------------------------------------------------------------------
+
+
+def _text(limit: int = MAX_TEXT) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, str):
+            _fail(where, f"expected text, got {type(value).__name__}")
+        if len(value) > limit:
+            _fail(where, f"text of {len(value)} characters (at most {limit})")
+
+    return check
+
+
+def _boolean(value: Any, where: str) -> None:
+    if not isinstance(value, bool):
+        _fail(where, f"expected true or false, got {type(value).__name__}")
+
+
+def _number(value: Any, where: str) -> None:
+    # bool is an int in Python; a worker saying `true` for a number is malformed.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(where, f"expected a number, got {type(value).__name__}")
+    if isinstance(value, int) and abs(value) >= MAX_INT:
+        _fail(where, "an integer out of range")
+
+
+def _seconds(value: Any, where: str) -> None:
+    _number(value, where)
+    if not (math.isfinite(value) and value >= 0):
+        _fail(where, "a time must be a finite number of seconds")
+
+
+def _count(value: Any, where: str) -> None:
+    _number(value, where)
+    if not isinstance(value, int) or not 0 <= value <= MAX_ELEMENTS:
+        _fail(where, "expected a small non-negative integer")
+
+
+def _list(item: Check, limit: int) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, list):
+            _fail(where, f"expected a list, got {type(value).__name__}")
+        if len(value) > limit:
+            _fail(where, f"a list of {len(value)} items (at most {limit})")
+        for i, element in enumerate(value):
+            item(element, f"{where}[{i}]")
+
+    return check
+
+
+def _literal(expected: str) -> Check:
+    def check(value: Any, where: str) -> None:
+        if value != expected:
+            _fail(where, f"expected {expected!r}")
+
+    return check
+
+
+def _optional(inner: Check) -> Check:
+    def check(value: Any, where: str) -> None:
+        if value is not None:
+            inner(value, where)
+
+    return check
+
+
+def _either(*options: Check) -> Check:
+    def check(value: Any, where: str) -> None:
+        errors = []
+        for option in options:
+            try:
+                option(value, where)
+                return
+            except SchemaError as exc:
+                errors.append(str(exc))
+        raise SchemaError(errors[0] if len(errors) == 1 else f"{where}: fits none of the allowed forms")
+
+    return check
+
+
+def _record(required: Mapping[str, Check], optional: Mapping[str, Check] = {}) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            _fail(where, f"expected an object, got {type(value).__name__}")
+        for key in value:
+            if key not in required and key not in optional:
+                _fail(where, f"unexpected field {str(key)[:40]!r}")
+        for key, inner in required.items():
+            if key not in value:
+                _fail(where, f"missing field {key!r}")
+            inner(value[key], f"{where}.{key}")
+        for key, inner in optional.items():
+            if key in value:
+                inner(value[key], f"{where}.{key}")
+
+    return check
+
+
+def _mapping(item: Check, limit: int = 10_000) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            _fail(where, f"expected an object, got {type(value).__name__}")
+        if len(value) > limit:
+            _fail(where, f"an object with {len(value)} fields (at most {limit})")
+        for key, element in value.items():
+            if len(key) > MAX_NAME:
+                _fail(where, "a field name that is too long")
+            item(element, f"{where}.{key}")
+
+    return check
+
+
+# ---- the shapes of worker data -------------------------------------------------------------
+
+
+def _tensor(value: Any, where: str) -> None:
+    _record({"shape": _list(_count, MAX_DIMS), "dtype": _text(20), "values": _list(_number, MAX_ELEMENTS)},
+            {"autograd": _boolean, "subclass": _text(MAX_NAME)})(value, where)
+    expected = math.prod(value["shape"])
+    if expected != len(value["values"]):
+        _fail(where, f"shape {value['shape']} needs {expected} values, got {len(value['values'])}")
+
+
+_DESCRIPTION: Final = _record({"not_tensor": _text(MAX_NAME)})
+_OBSERVED: Final = _optional(_either(_tensor, _DESCRIPTION))
+_FLAG: Final = _optional(_either(_boolean, _text(MAX_NAME)))
+_ERROR: Final = _record({"where": _text(MAX_NAME), "type": _text(MAX_NAME), "message": _text(),
+                         "frames": _list(_text(MAX_TEXT), 20)},
+                        {"node": _text(MAX_TEXT), "line": _optional(_count), "source_line": _text(MAX_TEXT)})
+_VIOLATIONS: Final = _list(_text(MAX_TEXT), 50)
+
+_HELLO: Final = _either(
+    _record({"kind": _literal("ready"), "has_class": _boolean, "violations": _VIOLATIONS},
+            {"members": _list(_text(MAX_NAME), 200), "features": _mapping(_boolean, 50)}),
+    _record({"kind": _literal("import_error"), "error": _ERROR}, {"violations": _VIOLATIONS}),
+)
+
+_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR}
+
+_REPLIES: Final[dict[str, Check]] = {
+    "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),
+                        "grads": _mapping(_OBSERVED), "leaf_data": _mapping(_OBSERVED), "seconds": _seconds,
+                        "backward_seconds": _seconds}),
+    "deep_chain": _record({}, {**_COMMON, "grad": _OBSERVED, "backward_seconds": _seconds}),
+    "memory_release": _record({}, {**_COMMON, "alive_before": _count, "alive_after": _count, "grad_x": _OBSERVED,
+                                   "x": _tensor, "w": _tensor}),
+    "no_grad": _record({}, {**_COMMON, "h_requires_grad": _FLAG, "z_requires_grad": _FLAG, "z_value": _OBSERVED,
+                            "intermediate_freed": _boolean, "after_requires_grad": _FLAG,
+                            "after_exception_requires_grad": _FLAG}),
+}
+
+
+def _generic(value: Any, where: str, depth: int = 0) -> None:
+    """Bounds every message must respect, whatever it answers."""
+    if depth > MAX_DEPTH:
+        _fail(where, "nested too deeply")
+    if isinstance(value, dict):
+        for key, element in value.items():
+            if len(key) > MAX_NAME:
+                _fail(where, "a field name that is too long")
+            _generic(element, f"{where}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for i, element in enumerate(value):
+            if isinstance(element, (dict, list)):
+                _generic(element, f"{where}[{i}]", depth + 1)
+            elif isinstance(element, str):
+                _text()(element, f"{where}[{i}]")
+            elif isinstance(element, int) and not isinstance(element, bool) and abs(element) >= MAX_INT:
+                _fail(f"{where}[{i}]", "an integer out of range")
+    elif isinstance(value, str):
+        _text()(value, where)
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_INT:
+        _fail(where, "an integer out of range")
+
+
+def validate_hello(message: Any) -> dict[str, Any]:
+    """The worker's first message, checked: it has imported the submission, or failed to."""
+    _generic(message, "hello")
+    _HELLO(message, "hello")
+    return message
+
+
+def validate_reply(kind: str, message: Any) -> dict[str, Any]:
+    """A reply to a request of ``kind``, checked against that kind's schema."""
+    if not isinstance(message, dict):
+        _fail("reply", f"expected an object, got {type(message).__name__}")
+    _generic(message, "reply")
+    schema = _REPLIES.get(kind)
+    if schema is not None:
+        schema(message, "reply")
+    elif "error" in message:
+        _ERROR(message["error"], "reply.error")
+    if "violations" in message:
+        _VIOLATIONS(message["violations"], "reply.violations")
+    return message

@@ -1,0 +1,230 @@
+"""The template: a trusted process that imports torch once and starts one zygote per submission.
+
+Process tree (with bubblewrap; without it the same tree runs with less around it)::
+
+    grader
+     └─ bwrap         a read-only view of the Python installation and the worker
+         │            modules, no network, new pid, ipc and uts namespaces
+         └─ template  imports torch once; never runs candidate code
+             └─ zygote (one per submission: its own user, mount, pid, ipc, uts and
+                 │      network namespaces, a private size-limited tmpfs, process and
+                 │      file limits; pid 1 of its pid namespace, so when it dies
+                 │      everything the submission started dies with it)
+                 └─ worker (one per check: pid 1 of its own pid namespace, no
+                            capabilities; imports the submission, answers requests)
+
+Importing torch dominates start-up, so it happens here, once, before any torch
+op has run; every zygote is a fork of this process and starts in milliseconds.
+No zygote is ever reused for a second submission.
+
+Run as ``python -m harness.sandbox.template FD`` with FD one end of a socket
+pair whose other end the grader holds.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import resource
+import select
+import signal
+import socket
+import sys
+import tempfile
+import traceback
+from typing import Any
+
+from harness.sandbox import _linux
+from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
+
+_NAMESPACES = (_linux.CLONE_NEWUSER | _linux.CLONE_NEWNS | _linux.CLONE_NEWPID | _linux.CLONE_NEWIPC
+               | _linux.CLONE_NEWUTS | _linux.CLONE_NEWNET)
+_MIB = 1024 * 1024
+
+
+def main(fd: int) -> None:
+    channel = socket.socket(fileno=fd)
+    import torch
+
+    # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
+    torch.set_num_threads(1)
+    from harness.sandbox import evaluator, zygote  # noqa: F401  -- imported once, inherited by every worker
+
+    gc.freeze()  # the import's objects are never garbage: keep every later collection short
+    _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
+    _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and are reaped by the kernel
+    send_message(channel, {"kind": "ready", "uid": os.getuid()})
+    zygotes: dict[int, int] = {}
+    count = 0
+    while True:
+        fds: list[int] = []
+        order = recv_message(channel, fds=fds, **TRUSTED_LIMITS)
+        if order is None:
+            os._exit(0)
+        op = order.get("op")
+        if op == "submission" and len(fds) == 1:
+            count += 1
+            try:
+                zygotes[count], namespaces = _start_submission(channel, fds[0], order)
+                reply: dict[str, Any] = {"id": count, "namespaces": namespaces}
+            except OSError as exc:
+                reply = {"error": f"could not start a zygote: {exc}"}
+        elif op == "kill":
+            pidfd = zygotes.pop(order.get("id"), None)
+            if pidfd is not None:
+                _kill_pidfd(pidfd)
+            reply = {"ok": True}
+        else:
+            reply = {"error": f"unknown order {op!r}"}
+        for extra in fds:
+            _close(extra)
+        send_message(channel, reply)
+
+
+def _start_submission(channel: socket.socket, zygote_fd: int, order: dict[str, Any]) -> tuple[int, bool]:
+    """Fork the submission's zygote; its pidfd (so a recycled pid is never killed) and whether it has namespaces."""
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(report_r)
+            channel.close()
+            _become_submission(zygote_fd, report_w, order)
+        except BaseException:
+            traceback.print_exc()  # to the template's stderr, which the grader keeps
+        finally:
+            os._exit(1)
+    os.close(report_w)
+    try:
+        ready, _, _ = select.select([report_r], [], [], 30.0)
+        text = os.read(report_r, 64).decode() if ready else ""
+    finally:
+        os.close(report_r)
+    try:
+        zygote_pid, namespaces = text.split()
+        return os.pidfd_open(int(zygote_pid)), namespaces == "1"
+    except ValueError:
+        raise OSError("the zygote did not report its pid") from None
+
+
+def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) -> None:
+    """In the fork: shed the template's privileges, enter new namespaces, fork the zygote, report, exit.
+
+    Nothing may be imported from here on: as uid 65534 the installation may no longer be
+    readable (a Python under /root), so every module is imported by the template first.
+    """
+    import torch
+
+    from harness.sandbox import zygote
+
+    os.setsid()
+    _close_all_but({zygote_fd, report_fd})
+    limits = order["limits"]
+    baseline = _address_space_bytes()
+    # torch reads /proc/cpuinfo on its first op; workers never see /proc, so run one now.
+    torch.ones(1).add(1)
+    _linux.drop_to_nobody()
+    _linux.prctl(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
+    namespaces = _enter_namespaces(limits, read_only_host=bool(order.get("read_only_host")))
+    # With namespaces the submission's folder is its private tmpfs; without, a fresh folder
+    # that the grader removes afterwards.
+    limits = {**limits, "workroot": "/tmp" if namespaces else tempfile.mkdtemp(prefix="grade-submission-")}
+    _linux.set_limit(resource.RLIMIT_NPROC, int(limits["processes"]))
+    _linux.set_limit(resource.RLIMIT_NOFILE, 256)
+    _linux.set_limit(resource.RLIMIT_CORE, 0)
+    pid = os.fork()
+    if pid == 0:
+        os.close(report_fd)
+        zygote.serve(zygote_fd, limits, baseline, namespaces)
+    os.write(report_fd, f"{pid} {int(namespaces)}".encode())
+    os._exit(0)
+
+
+def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
+    """New user, mount, pid, ipc, uts and network namespaces, a private /tmp and no /proc.
+
+    Returns False where the machine allows no user namespaces: the submission then
+    runs with the template's view (and the grader says so in the report).
+    """
+    uid, gid = os.getuid(), os.getgid()  # afterwards they read as unmapped until the maps are written
+    try:
+        _linux.unshare(_NAMESPACES)
+    except OSError:
+        return False
+    _linux.map_ids(uid, gid)
+    _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
+    if read_only_host:
+        _remount_everything_read_only()
+    _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV,
+                 f"size={int(limits['disk_mb'])}m,mode=0700")
+    hidden = _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
+    for pseudo in ("/proc", "/sys"):
+        if os.path.isdir(pseudo):
+            try:
+                _linux.mount("tmpfs", pseudo, "tmpfs", hidden, "size=4k")
+            except OSError:
+                pass
+    return True
+
+
+_MOUNT_FLAGS = {"nosuid": _linux.MS_NOSUID, "nodev": _linux.MS_NODEV, "noexec": _linux.MS_NOEXEC,
+                "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
+
+
+def _remount_everything_read_only() -> None:
+    """Without bubblewrap: make every mount of the host read-only in this mount namespace.
+
+    A remount must keep the flags the kernel locked when the namespace was created
+    (nosuid, nodev, ...), so each mount's own options are carried over.
+    """
+    try:
+        with open("/proc/self/mountinfo") as f:
+            entries = [line.split() for line in f]
+    except OSError:
+        return
+    for fields in entries:
+        if len(fields) < 6:
+            continue
+        target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        flags = _linux.MS_REMOUNT | _linux.MS_BIND | _linux.MS_RDONLY
+        for option in fields[5].split(","):
+            flags |= _MOUNT_FLAGS.get(option, 0)
+        try:
+            _linux.mount("none", target, None, flags)
+        except OSError:
+            pass
+
+
+def _address_space_bytes() -> int:
+    with open("/proc/self/status") as status:
+        return next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), 0)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _kill_pidfd(pidfd: int) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except (ProcessLookupError, OSError):
+        pass
+    _close(pidfd)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
