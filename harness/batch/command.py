@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -42,24 +40,29 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
     --entry file) or a .zip of either. Writes OUTDIR/results/<id>.json and .md, summary.json,
     summary.csv and report.html."""
     from harness.batch.collect import collect
-    from harness.batch.runner import BatchInterrupted, Outputs, run_batch, settings_record
+    from harness.batch.runner import BatchInterrupted, Outputs, check_outdir, run_batch, settings_record
     from harness.batch.similarity import THRESHOLD
-    from harness.sandbox import bubblewrap_missing
+    from harness.sandbox import SandboxUnavailable, bubblewrap_missing
 
     missing = bubblewrap_missing()
     if missing and not allow_basic_isolation and scheduler is None:
         _fail(f"batch grading runs each submission in the bubblewrap sandbox, and {missing}; "
               "pass --allow-basic-isolation to grade without it")
-    options = _options(grade_options)
-    scratch = Path(tempfile.mkdtemp(prefix="grade-batch-"))
+    options = _options(grade_options, "auto" if allow_basic_isolation else "sandbox")
+    pool = None
     try:
         try:
+            pool = _pool(options, jobs, scheduler, allow_basic_isolation)  # the sandbox starts importing torch
             _check_settings(options)
-            submissions = collect(path, entry, scratch, exclude=outdir)
+            check_outdir(outdir, resume)
+            # A zip is unpacked beside the results: their snippets import the submission from there.
+            submissions = collect(path, entry, outdir / "sources", exclude=outdir)
             settings = settings_record(options, entry)
-            pool = _pool(options, jobs, scheduler, allow_basic_isolation)
+            pool.ready()
         except HarnessError as exc:
             _fail(str(exc))
+        except SandboxUnavailable as exc:
+            _fail(f"{exc}; pass --allow-basic-isolation to grade without the sandbox")
         from harness.batch.progress import Progress
         from harness.cli import _settle_after_imports
 
@@ -92,15 +95,16 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
                    f"{len(run.summary['similarity'])} similar pairs")
         click.echo(f"report: {outdir / 'report.html'}")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if pool is not None:
+            pool.close()
 
 
-def _options(values: dict):
+def _options(values: dict, isolation: str):
     from harness.grade import GradeOptions
 
     return GradeOptions(level=values["level"], seed=values["seed"], class_name=values["class_name"],
                         specs=tuple(values["specs"]), rubric=values["rubric"], max_examples=values["max_examples"],
-                        time_limit=values["time_limit"], memory_mb=values["memory_mb"])
+                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation)
 
 
 def _check_settings(options) -> None:

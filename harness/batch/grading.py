@@ -22,7 +22,7 @@ from harness.ops import LEVELS
 from harness.report.model import Report
 from harness.report.render import render_markdown
 from harness.report.rubric import load_rubric
-from harness.sandbox import Sandbox
+from harness.sandbox import Sandbox, SandboxUnavailable
 
 __all__ = ["Graded", "grade_one", "not_graded", "source_sha256"]
 
@@ -52,8 +52,10 @@ def grade_one(sub: Submission, options: GradeOptions, new_sandbox: Callable[[], 
             sandbox = new_sandbox()
             on_sandbox(sandbox)
             report = grade(sub.path, options, sandbox)
-        except HarnessError as exc:  # the file itself (not UTF-8, unreadable): the candidate's row says why
+        except HarnessError as exc:  # the file itself (not Python, unreadable): the candidate's row says why
             report = not_graded(sub, options, str(exc), started)
+        except SandboxUnavailable as exc:
+            report = not_graded(sub, options, f"the sandbox did not start: {exc}", started)
         except Exception as exc:  # a fault of the grader's: keep the batch going, say so in this row
             report = not_graded(sub, options, f"internal grader error: {type(exc).__name__}: {exc}", started)
         finally:

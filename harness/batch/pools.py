@@ -2,7 +2,8 @@
 
 A pool's ``results(submissions)`` yields each ``Graded`` as it finishes. Closing
 the generator (an interrupted batch) cancels what has not started and kills the
-sandboxes of what is running; their half-done grades are dropped.
+sandboxes of what is running; their half-done grades are dropped. ``ready()``
+fails early when grading cannot work at all; ``close()`` ends the pool.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Iterator, Sequence
 from harness.batch.collect import Submission
 from harness.batch.grading import Graded, grade_one
 from harness.grade import GradeOptions
-from harness.sandbox import Limits, Sandbox
+from harness.sandbox import Launcher, Limits, Sandbox
 
 __all__ = ["LocalPool", "SandboxSource"]
 
@@ -22,18 +23,19 @@ __all__ = ["LocalPool", "SandboxSource"]
 class SandboxSource:
     """Where each submission's sandbox comes from: a fresh one per submission, never reused.
 
-    Today each is a new ``Sandbox`` whose zygote imports torch; a pre-warmed template
-    that forks sandboxed zygotes replaces the body of ``new`` (and of ``close``) alone.
+    One ``Launcher`` (a trusted template process that has imported torch) forks each
+    submission's sandbox, so torch is imported once per batch, not once per submission.
     """
 
     def __init__(self, options: GradeOptions) -> None:
         self.limits = Limits(memory_mb=options.memory_mb)
+        self.launcher = Launcher(options.isolation)
 
     def new(self) -> Sandbox:
-        return Sandbox.launch(self.limits)
+        return self.launcher.sandbox(self.limits)
 
     def close(self) -> None:
-        pass
+        self.launcher.close()
 
 
 class LocalPool:
@@ -45,10 +47,17 @@ class LocalPool:
     torch once; and an interrupt reaches one process, which closes every running sandbox.
     """
 
-    def __init__(self, options: GradeOptions, jobs: int, sandboxes: SandboxSource | None = None) -> None:
+    def __init__(self, options: GradeOptions, jobs: int) -> None:
         self.options = options
         self.jobs = max(1, jobs)
-        self.sandboxes = sandboxes or SandboxSource(options)
+        self.sandboxes = SandboxSource(options)  # starts the template now: it imports torch while we go on
+
+    def ready(self) -> None:
+        """Open and close one sandbox: raises SandboxUnavailable when the sandbox cannot start here."""
+        self.sandboxes.new().close()
+
+    def close(self) -> None:
+        self.sandboxes.close()
 
     def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]:
         stopping = threading.Event()
@@ -88,4 +97,3 @@ class LocalPool:
                 for sandbox in live.values():
                     sandbox.close()
             pool.shutdown(wait=True, cancel_futures=True)
-            self.sandboxes.close()

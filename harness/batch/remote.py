@@ -9,9 +9,11 @@ task grades exactly as ``grade batch`` does on one machine, in a fresh sandbox.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -22,7 +24,7 @@ from harness.batch.grading import Graded, grade_one, not_graded
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
 
-__all__ = ["DaskPool", "grade_task"]
+__all__ = ["DaskPool", "grade_task", "close_worker_sandboxes"]
 
 _SPEC_SUFFIXES = (".yaml", ".yml")
 CONNECT_SECONDS = 10.0
@@ -55,7 +57,7 @@ class DaskPool:
         for sub in submissions:
             source = sub.path.read_bytes() if sub.path is not None and not sub.problem else None
             future = self.client.submit(
-                grade_task, sub.id, sub.origin, sub.path.name if sub.path else "", source, sub.problem, fields,
+                grade_task, sub.id, sub.origin, str(sub.path) if sub.path else "", source, sub.problem, fields,
                 self.files, __version__, self.allow_basic, pure=False, key=f"grade-{sub.id}-{time.time_ns()}",
             )
             by_key[future.key] = sub
@@ -73,7 +75,12 @@ class DaskPool:
                     yield Graded(sub.id, report.to_dict(), render_markdown(report) + "\n")
         finally:
             self.client.cancel(futures)
-            self.client.close()
+
+    def ready(self) -> None:
+        """Each task checks its own worker; nothing to check from here."""
+
+    def close(self) -> None:
+        self.client.close()
 
 
 def _pack_settings(options: GradeOptions) -> dict[str, Any]:
@@ -91,10 +98,13 @@ def _pack_settings(options: GradeOptions) -> dict[str, Any]:
     return {"specs": specs, "rubric": rubric}
 
 
-def grade_task(sid: str, origin: str, name: str, source: bytes | None, problem: str, fields: dict[str, Any],
+def grade_task(sid: str, origin: str, path: str, source: bytes | None, problem: str, fields: dict[str, Any],
                files: dict[str, Any], version: str, allow_basic: bool) -> Graded:
-    """What runs on a Dask worker: rebuild the submission and settings in a temp folder, grade, clean up."""
-    from harness.batch.pools import SandboxSource
+    """What runs on a Dask worker: rebuild the submission and settings in a temp folder, grade, clean up.
+
+    ``path`` is where the submission lies on the batch's machine: the report names it
+    (the snippets import the submission from there), never the worker's temp folder.
+    """
     from harness.sandbox import bubblewrap_missing
 
     scratch = Path(tempfile.mkdtemp(prefix="grade-task-"))
@@ -102,7 +112,7 @@ def grade_task(sid: str, origin: str, name: str, source: bytes | None, problem: 
         options = _rebuild_options(fields, files, scratch)
         sub_path = None
         if source is not None:
-            sub_path = scratch / "submission" / name
+            sub_path = scratch / "submission" / Path(path).name
             sub_path.parent.mkdir()
             sub_path.write_bytes(source)
         sub = Submission(sid, sub_path, origin, problem)
@@ -113,9 +123,53 @@ def grade_task(sid: str, origin: str, name: str, source: bytes | None, problem: 
             refusal = f"the Dask worker cannot sandbox the submission: {missing}"
         if refusal:
             sub = dataclasses.replace(sub, problem=refusal)
-        return grade_one(sub, options, SandboxSource(options).new)
+            return grade_one(sub, options, lambda: None)
+        graded = grade_one(sub, options, _worker_sandboxes(options).new)
+        if sub_path is not None:
+            graded = _moved(graded, str(sub_path.parent), str(Path(path).parent))
+        return graded
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _moved(graded: Graded, here: str, there: str) -> Graded:
+    """The result with every mention of the worker's folder replaced by the submission's folder on the
+    batch's machine (as a Python string literal first, as snippets write it, then as plain text)."""
+    def move(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(repr(here), repr(there)).replace(here, there)
+        if isinstance(value, dict):
+            return {k: move(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [move(v) for v in value]
+        return value
+
+    return Graded(graded.id, move(graded.report), move(graded.markdown))
+
+
+_SOURCES: dict[tuple[str, int], Any] = {}
+_SOURCES_LOCK = threading.Lock()
+
+
+def _worker_sandboxes(options: GradeOptions) -> Any:
+    """This worker's sandbox template for these limits, started by its first task and kept for the next:
+    torch is imported once per worker, and each submission still gets a fresh sandbox of its own."""
+    from harness.batch.pools import SandboxSource
+
+    key = (options.isolation, options.memory_mb)
+    with _SOURCES_LOCK:
+        if key not in _SOURCES:
+            _SOURCES[key] = SandboxSource(options)
+            atexit.register(_SOURCES[key].close)
+        return _SOURCES[key]
+
+
+def close_worker_sandboxes() -> None:
+    """Stop this process's sandbox templates (the end of a worker, or of an in-process cluster)."""
+    with _SOURCES_LOCK:
+        for source in _SOURCES.values():
+            source.close()
+        _SOURCES.clear()
 
 
 def _rebuild_options(fields: dict[str, Any], files: dict[str, Any], scratch: Path) -> GradeOptions:

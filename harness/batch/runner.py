@@ -2,6 +2,7 @@
 
 OUTDIR/
   settings.json          what the results were graded with (read by --resume)
+  sources/               the files unpacked from a zip (what the results' snippets import)
   results/<id>.json      each submission's JSON report (as ``grade FILE --format json``)
   results/<id>.md        its Markdown write-up
   summary.json, summary.csv, report.html
@@ -27,11 +28,13 @@ from harness.report.files import write_atomic
 from harness.report.html import render_html
 from harness.report.tables import gradescope_results, render_csv, render_junit, summarise
 
-__all__ = ["Outputs", "Pool", "run_batch", "settings_record"]
+__all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
 
 class Pool(Protocol):
     def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]: ...
+    def ready(self) -> None: ...
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
         "max_examples": options.max_examples,
         "time_limit": options.time_limit,
         "memory_mb": options.memory_mb,
+        "isolation": options.isolation,
         "entry": entry,
         "rubric_sha256": _digest([options.rubric]) if options.rubric else "default",
         "specs_sha256": _digest(list(options.specs) or [DEFAULT_SPECS_DIR]),
@@ -84,6 +88,17 @@ def _digest(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
+def check_outdir(outdir: Path, resume: bool) -> bool:
+    """True when ``outdir`` holds results of an earlier batch; without ``resume`` that is refused
+    (HarnessError) rather than mixing them with new ones."""
+    results = outdir / "results"
+    earlier = (outdir / "settings.json").exists() or (results.is_dir() and any(results.iterdir()))
+    if earlier and not resume:
+        raise HarnessError(f"{outdir}: already holds batch results (add --resume to continue them, "
+                           "or choose another folder)")
+    return earlier
+
+
 def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> bool:
     """Make the output folder ready; True when earlier results may be reused.
 
@@ -91,10 +106,7 @@ def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> bool:
     than mixed with new ones.
     """
     results = outdir / "results"
-    earlier = (outdir / "settings.json").exists() or (results.is_dir() and any(results.iterdir()))
-    if earlier and not resume:
-        raise HarnessError(f"{outdir}: already holds batch results (add --resume to continue them, "
-                           "or choose another folder)")
+    earlier = check_outdir(outdir, resume)
     results.mkdir(parents=True, exist_ok=True)
     try:
         previous = json.loads((outdir / "settings.json").read_text()) if earlier else None

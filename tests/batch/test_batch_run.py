@@ -31,7 +31,7 @@ EXPECTED = {
     "dana": ("graded", True, ""),
     "empty": ("error", False, "defines no class named 'Tensor'"),
     "eve": ("error", False, "no solution.py in the folder (it holds main.py; choose the file with --entry)"),
-    "latin1": ("error", False, "cannot read the submission"),
+    "latin1": ("error", False, "not a Python source file (it is binary or not UTF-8 text)"),
     "not_python": ("error", False, "SyntaxError"),
     "notes": ("error", False, "not a Python file"),
 }

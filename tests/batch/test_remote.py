@@ -54,10 +54,12 @@ def test_a_dask_cluster_gives_the_local_results(tmp_path):
     assert bob["max_score"] == 40 and bob["file"] == str(subs / "bob.py")  # the rubric and the path travelled
     carol = json.loads((tmp_path / "remote" / "results" / "carol.json").read_text())
     assert carol["message"].startswith("no solution.py in the folder")
+    snippet = next(c for c in bob["checks"] if c["id"] == "core.accumulation")["details"]["snippet"]
+    assert f"sys.path.insert(0, {str(subs)!r})" in snippet  # runnable here, where the submission is
 
 
 def test_a_worker_of_another_version_refuses(tmp_path):
-    graded = grade_task("ann", "subs/ann.py", "ann.py", b"x = 1\n", "", {"level": "core"},
+    graded = grade_task("ann", "subs/ann.py", "subs/ann.py", b"x = 1\n", "", {"level": "core"},
                         {"specs": [], "rubric": None}, "0.0.0-other", True)
     assert graded.report["status"] == "error" and graded.report["file"] == "subs/ann.py"
     assert graded.report["message"].startswith("the Dask worker runs grader 0.1.0, the batch 0.0.0-other")

@@ -54,12 +54,19 @@ def fake(monkeypatch):
                       interview={"passed": score >= 8, "bar": 8.0, "core_score": score, "needs_review": False,
                                  "gates_failed": []}, source_sha256=grading.source_sha256(Path(path)))
 
-    def new(self):
-        sandboxes.append(FakeSandbox())
-        return sandboxes[-1]
+    class FakeSource:
+        def __init__(self, options):
+            pass
+
+        def new(self):
+            sandboxes.append(FakeSandbox())
+            return sandboxes[-1]
+
+        def close(self):
+            pass
 
     monkeypatch.setattr(grading, "grade", grade)
-    monkeypatch.setattr(pools.SandboxSource, "new", new)
+    monkeypatch.setattr(pools, "SandboxSource", FakeSource)
     monkeypatch.setattr("harness.sandbox.bubblewrap_missing", lambda: None)
     return calls, sandboxes
 
@@ -125,6 +132,7 @@ def test_a_sandbox_that_cannot_start_is_one_row(fake, subs, tmp_path, monkeypatc
         raise OSError("no space left on device")
 
     monkeypatch.setattr(pools.SandboxSource, "new", broken)
+    monkeypatch.setattr(pools.LocalPool, "ready", lambda self: None)
     assert invoke(subs, "-o", tmp_path / "out").exit_code == 0
     rows = json.loads((tmp_path / "out" / "summary.json").read_text())["submissions"]
     assert {(r["status"], r["message"]) for r in rows} == {
@@ -164,6 +172,7 @@ class _StoppingPool:
 
     def __init__(self, inner):
         self.inner = inner
+        self.ready, self.close = inner.ready, inner.close
 
     def results(self, submissions):
         for graded in self.inner.results(submissions[:1]):
