@@ -45,6 +45,8 @@ class GradeOptions:
     time_limit: float = 600.0
     """Seconds for the whole submission; checks left when it runs out are skipped."""
     memory_mb: int = 2048
+    levels: tuple[str, ...] = ()
+    """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
     if options.level != "all":
         plan = [c for c in plan if c.level == options.level]
+    if options.levels:
+        plan = [c for c in plan if c.level in options.levels]
     return plan
 
 
@@ -123,6 +127,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Sandbox |
 def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float], sha256: str) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
+    from harness.diagnosis.causes import diagnose
 
     static = inspect_source(source, str(path))
     finish = functools.partial(_report, isolation=sandbox.isolation, sha256=sha256)
@@ -182,8 +187,12 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
     with ThreadPoolExecutor(max_workers=LANES) as pool:
         for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
+    t0 = time.perf_counter()
+    graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
+                              rubric.allot([(c.id, c.level) for c in plan]))
+    timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    return finish(path, "graded", "", [results[c.id] for c in plan], rubric, options, static, shared, timings)
+    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes)
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
@@ -236,7 +245,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, sha256: str) -> Report:
+            isolation: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = ()) -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -259,5 +268,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=tuple(entry.to_dict() for entry in static.review), isolation=isolation,
-        source_sha256=sha256,
+        source_sha256=sha256, root_causes=root_causes,
     )
