@@ -64,6 +64,9 @@ class PlannedCheck:
     isolated: bool = True
     """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
     a worker per case would cost more than the cases themselves."""
+    graph: tuple[Any, Any] | None = None
+    """(program, torch's outcome) for a check that runs one fixed graph: the diagnosis reads
+    passing ones to tell bugs apart."""
 
 
 def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
@@ -78,6 +81,7 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
         plan.append(PlannedCheck(
             f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
             frozenset(case.requirements), 30.0, _spec_runner(case), cost=0.01, isolated=False,
+            graph=(case.program, case.expected),
         ))
     order = {level: i for i, level in enumerate(LEVELS)}
     plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
@@ -189,7 +193,8 @@ def _grade(path: Path, source: str, options: GradeOptions, rubric: Rubric, plan:
             future.result()
     t0 = time.perf_counter()
     graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
-                              rubric.allot([(c.id, c.level) for c in plan]))
+                              rubric.allot([(c.id, c.level) for c in plan]),
+                              {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
     return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes)

@@ -10,11 +10,12 @@ the op and concept of their smallest failing graph, and say nothing about a bug.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
-from harness.diagnosis.matching import Match, agree, match_evidence, match_signatures, match_violations
+from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
+from harness.program import Outcome, Program
 from harness.report.model import CheckResult
 
 __all__ = ["diagnose"]
@@ -27,11 +28,15 @@ _ORDER = {b.id: i for i, b in enumerate(BUGS)}
 
 
 def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
-             points: Mapping[str, float] | None = None) -> tuple[list[CheckResult], tuple[dict[str, Any], ...]]:
+             points: Mapping[str, float] | None = None,
+             graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
+             ) -> tuple[list[CheckResult], tuple[dict[str, Any], ...]]:
     """The results with ``diagnosis`` filled in, and the root causes, the one to fix first first.
 
     ``points`` (check id -> its points in the rubric) orders the causes by the points their
-    checks cost; without it, or on a tie, the largest group comes first.
+    checks cost; without it, or on a tie, the largest group comes first. ``graphs`` (check id ->
+    the program it runs and torch's outcome) settles ties between bugs that explain the same
+    failures: a bug whose mutant would fail a check this engine passed is the worse fit.
     """
     passed = [r.id for r in results if r.outcome == "passed"]
     failing = [r for r in results if r.outcome in FAILING]
@@ -44,16 +49,22 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         else:
             matches[r.id] = match_signatures(r.id, r.message, passed)
 
-    groups = _group(matches)
+    passed_graphs = [graphs[c] for c in passed if graphs and c in graphs]
+
+    def contradictions(bug_id: str) -> int:
+        return sum(fails(bug_id, program, expected, replays) for program, expected in passed_graphs)
+
+    groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
     causes = [_cause(bug_id, checks, results) for bug_id, checks in groups]
-    for m in match_violations(violations):
-        if m.bug not in {bug_id for bug_id, _ in groups}:
-            causes.append(_cause(m.bug, [], results))
     causes += _unexplained([r for r in failing if r.id not in assigned])
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
     causes.sort(key=lambda c: (-c["points"], -len(c["checks"]), c["bug"] is None, _level(c)))
+    # An integrity finding costs every point: the bug behind it comes first.
+    flagged = [m.bug for m in match_violations(violations)]
+    causes = ([next((c for c in causes if c["bug"] == b), None) or {**_cause(b, [], results), "points": 0.0}
+               for b in flagged] + [c for c in causes if c["bug"] not in flagged])
 
     out = []
     for r in results:
@@ -65,8 +76,11 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     return out, tuple(causes)
 
 
-def _group(matches: dict[str, list[Match]]) -> list[tuple[str, list[str]]]:
-    """Greedy cover: the bug that is a best fit for the most failures takes them, then the next."""
+def _group(matches: dict[str, list[Match]], contradictions: Callable[[str], int]) -> list[tuple[str, list[str]]]:
+    """Greedy cover: the bug that is a best fit for the most failures takes them, then the next.
+
+    Between bugs that explain as many failures, the one contradicted by fewer passing checks wins.
+    """
     best: dict[str, set[str]] = {}
     fit: dict[tuple[str, str], float] = {}
     for check, found in matches.items():
@@ -81,7 +95,10 @@ def _group(matches: dict[str, list[Match]]) -> list[tuple[str, list[str]]]:
         for check, bugs in best.items():
             for b in bugs:
                 counts.setdefault(b, []).append(check)
-        chosen = min(counts, key=lambda b: (-len(counts[b]), -sum(fit[(c, b)] for c in counts[b]), _ORDER[b]))
+        most = max(len(checks) for checks in counts.values())
+        tied = [b for b in counts if len(counts[b]) == most]
+        chosen = min(tied, key=lambda b: (contradictions(b) if len(tied) > 1 else 0,
+                                          -sum(fit[(c, b)] for c in counts[b]), _ORDER[b]))
         groups.append((chosen, counts[chosen]))
         for check in counts[chosen]:
             del best[check]

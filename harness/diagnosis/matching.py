@@ -27,7 +27,7 @@ from harness.diagnosis.mutants import MUTANTS, load_mutant
 from harness.ops import OPS
 from harness.program import Outcome, Program
 
-__all__ = ["Match", "replay", "match_evidence", "match_signatures", "agree", "MAX_PATHS"]
+__all__ = ["Match", "replay", "match_evidence", "match_signatures", "match_violations", "fails", "agree", "MAX_PATHS"]
 
 MAX_PATHS = 20_000
 """Replays of bugs that walk every path are skipped on graphs with more paths than this."""
@@ -208,26 +208,19 @@ class _Shape:
 
 
 def match_evidence(program: Program, obs: Observation, expected: Outcome,
-                   replays: dict[tuple[int, str], Observation] | None = None) -> list[Match]:
+                   replays: dict[tuple[int, str, int], Observation] | None = None) -> list[Match]:
     """Bugs whose mutants reproduce what the candidate got wrong on ``program``, best fit first.
 
-    ``replays`` caches mutant runs by (id of the program, bug) across the checks of one report.
+    A bug written in several ways fits as well as its best way. ``replays`` caches mutant runs
+    by (id of the program, bug, way) across the checks of one report.
     """
     replays = {} if replays is None else replays
-
-    def mutant_obs(b: Bug) -> Observation:
-        key = (id(program), b.id)
-        if key not in replays:
-            replays[key] = replay(program, load_mutant(b.id))
-        return replays[key]
-
     found: list[Match] = []
     if obs.error is not None:
         for b in candidate_bugs(program):
-            got = mutant_obs(b).error
-            if got is not None and got["type"] == obs.error.get("type") and got["where"] == obs.error.get("where"):
-                same_text = " ".join(str(got["message"]).split()) == " ".join(str(obs.error.get("message")).split())
-                found.append(Match(b.id, 1.0 if same_text else 0.7))
+            fits = [_error_fit(obs.error, mobs.error) for mobs in _replays(program, b.id, replays)]
+            if any(f is not None for f in fits):
+                found.append(Match(b.id, max(f for f in fits if f is not None)))
         return _ranked(found)
     quantities = _quantities(program, obs, expected)
     wrong = [q for q in quantities if not agree(q[2], q[3])]
@@ -235,16 +228,49 @@ def match_evidence(program: Program, obs: Observation, expected: Outcome,
     if not wrong:
         return []  # the check failed on something no replay shows (a type, a subclass)
     for b in candidate_bugs(program):
-        mobs = mutant_obs(b)
-        if mobs.error is not None:
-            continue
-        first_kind, first_name, first_got, _ = wrong[0]
-        if not agree(_observed(mobs, first_kind, first_name), first_got):
-            continue
-        w = sum(agree(_observed(mobs, kind, name), got) for kind, name, got, _ in wrong) / len(wrong)
-        r = sum(agree(_observed(mobs, kind, name), got) for kind, name, got, _ in right) / len(right) if right else 1.0
-        found.append(Match(b.id, round(0.7 * w + 0.3 * r, 4)))
+        fits = [_value_fit(mobs, wrong, right) for mobs in _replays(program, b.id, replays)]
+        if any(f is not None for f in fits):
+            found.append(Match(b.id, max(f for f in fits if f is not None)))
     return _ranked(found)
+
+
+def _replays(program: Program, bug_id: str, replays: dict[tuple[int, str, int], Observation]) -> list[Observation]:
+    """The bug's mutant run on ``program``, one observation per way of writing it."""
+    out = []
+    for variant in range(1 + len(MUTANTS[bug_id].variants)):
+        key = (id(program), bug_id, variant)
+        if key not in replays:
+            replays[key] = replay(program, load_mutant(bug_id, variant))
+        out.append(replays[key])
+    return out
+
+
+def _error_fit(got: dict[str, Any], mutant: dict[str, Any] | None) -> float | None:
+    """Same exception type in the same place: a match; the same message too: a perfect one."""
+    if mutant is None or mutant["type"] != got.get("type") or mutant["where"] != got.get("where"):
+        return None
+    return 1.0 if " ".join(str(mutant["message"]).split()) == " ".join(str(got.get("message")).split()) else 0.7
+
+
+def _value_fit(mobs: Observation, wrong: list, right: list) -> float | None:
+    """None unless the mutant reproduces the first wrong quantity; then how much of the rest it reproduces."""
+    if mobs.error is not None:
+        return None
+    first_kind, first_name, first_got, _ = wrong[0]
+    if not agree(_observed(mobs, first_kind, first_name), first_got):
+        return None
+    w = sum(agree(_observed(mobs, kind, name), got) for kind, name, got, _ in wrong) / len(wrong)
+    r = sum(agree(_observed(mobs, kind, name), got) for kind, name, got, _ in right) / len(right) if right else 1.0
+    return round(0.7 * w + 0.3 * r, 4)
+
+
+def fails(bug_id: str, program: Program, expected: Outcome,
+          replays: dict[tuple[int, str, int], Observation] | None = None) -> bool:
+    """Whether ``bug_id``'s mutant gets ``program`` wrong (so a candidate that gets it right lacks that bug)."""
+    if bug_id not in {b.id for b in candidate_bugs(program)}:
+        return False
+    mobs = _replays(program, bug_id, {} if replays is None else replays)[0]
+    return mobs.error is not None or any(not agree(got, want) for _, _, got, want in _quantities(program, mobs, expected))
 
 
 def match_signatures(check_id: str, message: str, passed: Iterable[str]) -> list[Match]:

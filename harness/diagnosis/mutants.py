@@ -34,6 +34,9 @@ class Mutant:
     ops: frozenset[str] | None = None
     """The ops whose rules the patch changes; None when it changes the engine itself. A graph
     without these ops runs exactly as on the reference, so its replay can be skipped."""
+    variants: tuple[tuple[tuple[str, str], ...], ...] = ()
+    """Other ways to write the same bug (patches like ``patches``): replays try each, and a
+    candidate matches the bug when one of them reproduces it. The audit grades ``patches``."""
     shows_on: str = "any"
     """Which graphs the bug can change at all (others run exactly as on the reference):
     ``any``; ``reuse`` (a name used twice, or two passes); ``shared`` (an intermediate used
@@ -92,6 +95,22 @@ def _inputs(item: _Node | Tensor) -> tuple[_Node | Tensor | None, ...]:
 _RECORD_CONDITION: Final = (
     "        if _grad_enabled and (parents[0].requires_grad or (len(parents) > 1 and parents[1].requires_grad)):\n"
 )
+
+
+def _matmul_left(*ways: tuple[str, str]) -> tuple:
+    """Mutant fields for a wrong gradient of A in A @ B: (with both operands needing one, with only A)."""
+    patches = [(("lambda g, s: (g @ s[1].T, s[0].T @ g), (a, b))", f"lambda g, s: ({both}, s[0].T @ g), (a, b))  # BUG"),
+                ("lambda g, s: (g @ s[0].T, None), (b,))", f"lambda g, s: ({alone}, None), (b,))  # BUG"))
+               for both, alone in ways]
+    return patches[0], frozenset({"matmul"}), tuple(patches[1:])
+
+
+def _matmul_right(*ways: tuple[str, str]) -> tuple:
+    """Mutant fields for a wrong gradient of B in A @ B: (with both operands needing one, with only B)."""
+    patches = [(("lambda g, s: (g @ s[1].T, s[0].T @ g), (a, b))", f"lambda g, s: (g @ s[1].T, {both}), (a, b))  # BUG"),
+                ("lambda g, s: (None, s[0].T @ g), (a,))", f"lambda g, s: (None, {alone}), (a,))  # BUG"))
+               for both, alone in ways]
+    return patches[0], frozenset({"matmul"}), tuple(patches[1:])
 
 
 def _after_helpers(code: str) -> tuple[str, str]:
@@ -216,14 +235,12 @@ def _propagate(item: _Node | Tensor, g: torch.Tensor) -> None:
     return order
 """),), shows_on="deep"),
     # ---- op rules ----
-    Mutant("matmul_left_flipped", (
-        ("lambda g, s: (g @ s[1].T, s[0].T @ g), (a, b))", "lambda g, s: (s[1].T @ g, s[0].T @ g), (a, b))  # BUG"),
-        ("lambda g, s: (g @ s[0].T, None), (b,))", "lambda g, s: (s[0].T @ g, None), (b,))  # BUG"),
-    ), ops=frozenset({"matmul"})),
-    Mutant("matmul_right_flipped", (
-        ("lambda g, s: (g @ s[1].T, s[0].T @ g), (a, b))", "lambda g, s: (g @ s[1].T, g @ s[0].T), (a, b))  # BUG"),
-        ("lambda g, s: (None, s[0].T @ g), (a,))", "lambda g, s: (None, g @ s[0].T), (a,))  # BUG"),
-    ), ops=frozenset({"matmul"})),
+    Mutant("matmul_left_flipped", *_matmul_left(("s[1].T @ g", "s[0].T @ g"),  # B^T G instead of G B^T
+                                                ("g @ s[1]", "g @ s[0]"),  # the transpose forgotten
+                                                ("s[1] @ g.T", "s[0] @ g.T"))),  # the gradient's transpose
+    Mutant("matmul_right_flipped", *_matmul_right(("g @ s[0].T", "g @ s[0].T"),  # G A^T instead of A^T G
+                                                  ("s[0] @ g", "s[0] @ g"),  # the transpose forgotten
+                                                  ("g.T @ s[0]", "g.T @ s[0]"))),  # the gradient's transpose
     Mutant("mul_wrong_operand", (
         ("rule, saved = (lambda g, s: (g * s[1], g * s[0])), (a, b)",
          "rule, saved = (lambda g, s: (g * s[0], g * s[1])), (a, b)  # BUG: each times itself"),
@@ -243,7 +260,9 @@ def _propagate(item: _Node | Tensor, g: torch.Tensor) -> None:
          'return self._record(out, "relu", (self,), lambda g, s: (g * (s[0] >= 0),), (self.data,))  # BUG: >= 0'),
     ), ops=frozenset({"relu"})),
     Mutant("relu_in_place", (
-        ("        out = self.data.clamp(min=0)\n", "        out = self.data.clamp_(min=0)  # BUG: in place, into the input\n"),
+        # Through .data, as an engine without version counters would: the reference's check of
+        # saved tensors would otherwise turn the silent corruption into an error.
+        ("        out = self.data.clamp(min=0)\n", "        out = self.data.data.clamp_(min=0)  # BUG: in place, into the input\n"),
     ), ops=frozenset({"relu"})),
     Mutant("cross_entropy_unshifted", (
         ("        shifted = z - z.max(dim=1, keepdim=True).values\n",
@@ -298,11 +317,15 @@ def reference_source() -> str:
 
 
 @functools.cache
-def mutant_source(bug_id: str) -> str:
-    """The reference engine with ``bug_id``'s patches applied; MutantError if one no longer applies."""
+def mutant_source(bug_id: str, variant: int = 0) -> str:
+    """The reference engine with ``bug_id``'s patches (or its ``variant``-th other way) applied.
+
+    Raises MutantError when a patch no longer applies.
+    """
     mutant = MUTANTS[bug_id]
+    patches = mutant.patches if variant == 0 else mutant.variants[variant - 1]
     source = reference_source()
-    for old, new in mutant.patches:
+    for old, new in patches:
         found = source.count(old)
         if found != 1:
             raise MutantError(f"mutant {bug_id}: the text to patch occurs {found} times in reference/engine.py, "
@@ -313,15 +336,17 @@ def mutant_source(bug_id: str) -> str:
 
 
 _lock = threading.Lock()
-_loaded: dict[str, types.ModuleType] = {}
+_loaded: dict[tuple[str, int], types.ModuleType] = {}
 
 
-def load_mutant(bug_id: str) -> types.ModuleType:
+def load_mutant(bug_id: str, variant: int = 0) -> types.ModuleType:
     """The mutant engine as a module in this process (trusted code, loaded once)."""
     with _lock:
-        if bug_id not in _loaded:
-            module = types.ModuleType(f"harness.diagnosis.mutant_{bug_id}")
-            module.__file__ = f"<mutant {bug_id}>"
-            exec(compile(mutant_source(bug_id), module.__file__, "exec"), module.__dict__)  # noqa: S102 -- trusted
-            _loaded[bug_id] = module
-        return _loaded[bug_id]
+        key = (bug_id, variant)
+        if key not in _loaded:
+            name = f"{bug_id}_{variant}" if variant else bug_id
+            module = types.ModuleType(f"harness.diagnosis.mutant_{name}")
+            module.__file__ = f"<mutant {name}>"
+            exec(compile(mutant_source(bug_id, variant), module.__file__, "exec"), module.__dict__)  # noqa: S102
+            _loaded[key] = module
+        return _loaded[key]
