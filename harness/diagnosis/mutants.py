@@ -202,7 +202,7 @@ def _propagate(item: _Node | Tensor, g: torch.Tensor) -> None:
         return
     for target, pg in zip(item.inputs, item.backward(g, item.saved_tensors())):
         if pg is not None and target is not None:
-            _propagate(target, pg)
+            _propagate(target, pg)  # BUG: once per path, not once per node
 '''),
     ), shows_on="deep"),
     Mutant("recursive_topo", (("""\
@@ -294,7 +294,9 @@ def _propagate(item: _Node | Tensor, g: torch.Tensor) -> None:
     Mutant("upstream_ignored", ((_WALK, _WALK.replace("{id(root): grad}", "{id(root): torch.ones_like(self.data)}  # BUG")),),
            shows_on="upstream"),
     # ---- memory and no_grad ----
-    Mutant("graph_kept_alive", (("                node.release()\n", ""),), shows_on="never"),
+    Mutant("graph_kept_alive", (("                node.release()\n",
+                                  "                # BUG: the node keeps its inputs and saved tensors\n"),),
+           shows_on="never"),
     Mutant("no_grad_records", ((_RECORD_CONDITION, _RECORD_CONDITION.replace("_grad_enabled and ", "")
                                 .replace(":\n", ":  # BUG: recording is never switched off\n")),), shows_on="never"),
     Mutant("no_grad_not_restored", (("""\
