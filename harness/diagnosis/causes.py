@@ -4,12 +4,15 @@ Each failing check is matched against the catalogue (``matching``). Checks are t
 grouped greedily: the bug that explains the most failures takes them all, then the
 next, so one bug that breaks twenty checks reads as one cause, not twenty. A check
 goes only to a bug among its best fits. Failures no bug reproduces are grouped by
-the op and concept of their smallest failing graph, and say nothing about a bug.
+the op nearest to what went wrong, and say nothing about a bug. The causes are
+ordered by the points their checks cost (then by size); a bug behind an integrity
+finding comes first, since that finding costs every point.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
@@ -51,6 +54,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
 
     passed_graphs = [graphs[c] for c in passed if graphs and c in graphs]
 
+    @functools.cache
     def contradictions(bug_id: str) -> int:
         return sum(fails(bug_id, program, expected, replays) for program, expected in passed_graphs)
 
