@@ -120,7 +120,10 @@ def _after_helpers(code: str) -> tuple[str, str]:
 
 MUTANTS: Final[dict[str, Mutant]] = {m.bug: m for m in (
     # ---- accumulation ----
+    # Which contribution survives depends on the order the walk meets the consumers in:
+    # the variant keeps the first, as an engine walking the consumers the other way round.
     Mutant("overwrite", ((_ACCUMULATE, "                        grads[key] = pg  # BUG: replaces earlier contributions\n"),),
+           variants=(((_ACCUMULATE, "                        grads.setdefault(key, pg)  # BUG: drops later contributions\n"),),),
            shows_on="reuse"),
     Mutant("aliased_grads", (
         (_ACCUMULATE, """\

@@ -11,22 +11,22 @@ from harness.checks.strategies import op_graphs
 from harness.diagnosis.catalogue import BUGS
 from harness.diagnosis.causes import diagnose
 from harness.diagnosis.matching import (agree, candidate_bugs, match_evidence, match_signatures, replay)
-from harness.diagnosis.mutants import MUTANTS, load_mutant
+from harness.diagnosis.mutants import MUTANTS, load_mutant, reference_source
 from harness.ops import OPS
 from harness.program import Leaf, Program, Step
 from harness.report.model import CheckResult
 from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
 CORE = [name for name, spec in OPS.items() if spec.level == "core"]
-REFERENCE = load_mutant.__globals__["reference_source"]  # the source every mutant starts from
 CASES = load_cases([DEFAULT_SPECS_DIR])
 
 
 def _reference():
+    """The reference engine loaded like the mutants: from its source, in a module of its own."""
     import types
 
     module = types.ModuleType("reference_for_tests")
-    exec(compile(REFERENCE(), "<reference>", "exec"), module.__dict__)
+    exec(compile(reference_source(), "<reference>", "exec"), module.__dict__)
     return module
 
 
