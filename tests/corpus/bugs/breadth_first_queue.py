@@ -100,22 +100,3 @@ class Tensor:
                         seen.add(id(p))
                         queue.append(p)
             t._parents, t._backward = (), None
-
-    def _topo(self):
-        # post-order without recursion; a node is marked when popped, so it is finished
-        # before any node that consumes it
-        order, seen = [], set()
-        stack = [(self, False)]
-        while stack:
-            t, finished = stack.pop()
-            if finished:
-                order.append(t)
-                continue
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
-            stack.append((t, True))
-            for p in t._parents:
-                if id(p) not in seen:
-                    stack.append((p, False))
-        return order
