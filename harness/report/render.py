@@ -34,6 +34,8 @@ def render_text(report: Report, colour: bool = False) -> str:
     lines.append(style(isolation, fg="bright_black" if report.isolation == "sandbox" else "yellow"))
     if report.status in ("error", "timeout"):
         lines.append(style(f"could not be graded ({report.status}): {printable(report.message)}", fg="red"))
+    lines.extend(_fix_first(report, style))
+    causes = {check: cause for cause in report.root_causes if cause.get("bug") for check in cause["checks"]}
     for level in LEVELS:
         checks = [c for c in report.checks if c.level == level]
         if not checks:
@@ -45,7 +47,7 @@ def render_text(report: Report, colour: bool = False) -> str:
             mark = style(_MARKS[c.outcome], fg=_COLOURS[c.outcome])
             lines.append(f"  {mark} {c.id:<34} {c.points:5.1f}/{c.max_points:<5.1f} {c.title}")
             if c.outcome in ("failed", "error", "timeout"):
-                lines.extend(_expand(c, style))
+                lines.extend(_expand(c, style, causes.get(c.id)))
             elif c.outcome in ("not_attempted", "skipped") and c.message:
                 lines.append(style(f"         {printable(c.message)}", fg="bright_black"))
     if report.integrity_violations:
@@ -67,7 +69,31 @@ def render_text(report: Report, colour: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
+def _fix_first(report: Report, style: Callable[..., str]) -> list[str]:
+    """The root causes, the one to fix first first: what is wrong, where to look, one graph that shows it."""
+    if not report.root_causes:
+        return []
+    lines = ["", style("Fix first", bold=True)]
+    for i, cause in enumerate(report.root_causes, 1):
+        checks = len(cause["checks"])
+        count = f"{checks} failing check{'s' if checks != 1 else ''}" if checks else "an integrity finding"
+        lines.append(style(f"  {i}. {cause['name']}", bold=True) + f"  ({count})")
+        lines.extend(f"     {line}" for line in _wrap(cause["explanation"]))
+        if cause.get("hint"):
+            lines.extend(style(f"     {line}", fg="cyan") for line in _wrap("hint: " + cause["hint"]))
+        if cause.get("snippet"):
+            lines.append(style("     reproduce:", bold=True))
+            lines.extend(f"       {printable(line)}" for line in cause["snippet"].splitlines())
+    return lines
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def _expand(c: CheckResult, style: Callable[..., str], cause: dict | None = None) -> list[str]:
     out = [f"         {printable(line)}" for line in c.message.splitlines()]
     d = c.details
     if "worst" in d and d["worst"].get("index") is not None:
@@ -76,9 +102,9 @@ def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
     if "snippet" in d:
         out.append(style("         reproduce:", bold=True))
         out.extend(f"           {printable(line)}" for line in d["snippet"].splitlines())
-    if "diagnosis" in d:
-        out.append(style(f"         diagnosis: {printable(str(d['diagnosis']))}", fg="magenta"))
-    if "hint" in d:
+    if cause is not None:
+        out.append(style(f"         likely caused by: {cause['name']} (see Fix first)", fg="magenta"))
+    elif "hint" in d:
         out.append(style(f"         hint: {printable(str(d['hint']))}", fg="cyan"))
     return out
 
