@@ -122,9 +122,12 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         # Proof from the source alone: nothing is run, every check is skipped.
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
+        from harness.diagnosis.causes import diagnose
+
+        skipped, causes = diagnose(skipped, submission.findings.violations, None, {})
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256)
+                       isolation_note="", sha256=submission.sha256, root_causes=causes)
     limits = Limits(memory_mb=options.memory_mb)
     owned: list[Any] = []
     try:
