@@ -133,7 +133,8 @@ def test_without_sum_a_non_scalar_output_gets_an_upstream_gradient() -> None:
 def test_reuse_shrinks_to_x0_plus_x0() -> None:
     program = smallest(op_graphs(ops=CORE), lambda p: any(
         s.op == "add" and s.args[0] == s.args[1] for s in p.steps))
-    assert program.expression() == "x2 = x0 + x0"
+    # The (1, 1) result is summed: roots are 0-d, as torch's sum gives.
+    assert program.expression() == "x2 = x0 + x0; x3 = x2.sum()"
     assert [tuple(leaf.value.shape) for leaf in program.leaves] == [(1, 1), (1, 1)]
 
 
