@@ -8,6 +8,7 @@ or ``CandidateTimeout`` (the candidate's code raised, died or hung).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Final, Sequence
@@ -274,6 +275,7 @@ def every_path(ctx: Context, levels: int = EVERY_PATH_LEVELS, timeout: float = E
                      cpu_seconds=obs.cpu_seconds).with_evidence(Evidence(deep, obs, None))
 
 
+@functools.lru_cache(maxsize=8)  # programs are immutable, and building 16k steps costs more than running them
 def wide_graph(width: int) -> Program:
     """``width`` sums ``x + x``, added up pairwise: about ``2 * width`` nodes, depth ~log2(width)."""
     steps: list[tuple] = [(f"t{i}", "add", ["x", "x"]) for i in range(width)]
