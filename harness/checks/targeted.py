@@ -79,6 +79,7 @@ def _program(leaves: dict[str, tuple[torch.Tensor, bool]], steps: list[tuple[str
 _A = _t([[1.0, -2.0, 3.0], [0.5, 2.0, -1.0]])
 _B = _t([[2.0, 1.0, -1.0], [-3.0, 0.5, 2.0]])
 _SQUARE = _t([[1.0, 2.0, 0.0], [-1.0, 3.0, 1.0], [2.0, -2.0, 1.0]])  # not symmetric: a flipped transpose shows
+_SYMMETRIC = _t([[1.0, 2.0, -1.0], [2.0, 3.0, 0.5], [-1.0, 0.5, 2.0]])  # a flipped transpose cannot show
 
 
 # ---- core --------------------------------------------------------------------------
@@ -185,12 +186,14 @@ def reuse_accumulates(ctx: Context) -> None:
 
     When a tensor feeds several operations (or both sides of one), add up every contribution with +=.
     """
+    # Every product here multiplies a tensor by itself (a symmetric matrix for @), so a
+    # rule that swaps operands or transposes the wrong side is other checks' concern.
     cases = [
         _program({"a": (_A, True)}, [("s", "mul", ["a", "a"]), ("y", "sum", ["s"])]),
         _program({"a": (_A, True)}, [("s", "add", ["a", "a"]), ("y", "sum", ["s"])]),
-        _program({"x": (_SQUARE, True)}, [("s", "matmul", ["x", "x"]), ("y", "sum", ["s"])]),
+        _program({"x": (_SYMMETRIC, True)}, [("s", "matmul", ["x", "x"]), ("y", "sum", ["s"])]),
         _program({"a": (_A, True), "b": (_B, True)}, [
-            ("p", "mul", ["a", "b"]), ("q", "add", ["a", "b"]), ("r", "relu", ["a"]),
+            ("p", "mul", ["a", "a"]), ("q", "add", ["a", "b"]), ("r", "relu", ["a"]),
             ("s", "add", ["p", "q"]), ("t", "add", ["s", "r"]), ("y", "sum", ["t"]),
         ]),
     ]
@@ -222,12 +225,13 @@ def _order_graphs() -> list[Program]:
     diamonds break all but breadth-first; uneven paths break each in one operand order.
     """
     x, w = _t([[1.0, -2.0], [0.5, 1.5]]), _t([[2.0, 0.5], [-1.0, 1.0]])
+    # Only +: a wrong rule for * or @ is other checks' concern, not this one's.
     every_depth = [  # h0 is consumed at depths 1, 2, 3 and 4 from the output
-        ("h0", "mul", ["w", "x"]), ("h1", "add", ["h0", "w"]), ("h2", "add", ["h1", "h0"]),
-        ("h3", "add", ["h2", "h0"]), ("h4", "mul", ["h0", "h3"]), ("y", "sum", ["h4"]),
+        ("h0", "add", ["w", "x"]), ("h1", "add", ["h0", "w"]), ("h2", "add", ["h1", "h0"]),
+        ("h3", "add", ["h2", "h0"]), ("h4", "add", ["h0", "h3"]), ("y", "sum", ["h4"]),
     ]
     uneven = [  # x reaches the output along paths of length 1, 2 and 3
-        ("a", "mul", ["x", "x"]), ("b", "mul", ["a", "x"]), ("c", "add", ["a", "b"]), ("d", "add", ["c", "x"]),
+        ("a", "add", ["x", "x"]), ("b", "add", ["a", "x"]), ("c", "add", ["a", "b"]), ("d", "add", ["c", "x"]),
         ("y", "sum", ["d"]),
     ]
     graphs = [stacked_diamonds(10)]
