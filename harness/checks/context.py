@@ -303,8 +303,9 @@ def scalar_root(program: Program, expected: Outcome) -> Program:
     if program.upstream is not None or out is None or out.dim() == 0:
         return program
     taken = {leaf.name for leaf in program.leaves} | {step.name for step in program.steps}
-    name = next(f"{program.output}_sum{i or ''}" for i in range(len(taken) + 1) if f"{program.output}_sum{i or ''}"
-                not in taken)
+    name = f"{program.output}_sum"
+    while name in taken:
+        name += "_"
     return replace(program, steps=(*program.steps, Step(name, "sum", (program.output,))), output=name)
 
 

@@ -23,6 +23,7 @@ an op to the table needs no change here unless it has a new kind of param.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Sequence
@@ -396,7 +397,8 @@ def _gradients(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any]) ->
 # ---- fixed programs around one op -----------------------------------------------
 
 
-def op_situations(name: str) -> list[tuple[str, Program]]:
+@functools.lru_cache(maxsize=None)  # fixed values: the same programs for every grade
+def op_situations(name: str) -> tuple[tuple[str, Program], ...]:
     """Small fixed programs around op ``name``, each named by the situation it covers.
 
     The op on leaves, its result used twice (an upstream gradient that is not all
@@ -407,7 +409,7 @@ def op_situations(name: str) -> list[tuple[str, Program]]:
     spec = op(name)
     made = _operands_for(spec)
     if made is None:
-        return []
+        return ()
     operands, params = made
     leaves, names = [], []
     for i, value in enumerate(operands):
@@ -424,7 +426,7 @@ def op_situations(name: str) -> list[tuple[str, Program]]:
         ("its input also used outside it", [z, Step("s", "sum", ("z",)), Step("t", "sum", (first,)),
                                             Step("y", "mul", ("s", "t"))]),
     ]
-    return [(situation, Program(tuple(leaves), tuple(steps), "y")) for situation, steps in built]
+    return tuple((situation, Program(tuple(leaves), tuple(steps), "y")) for situation, steps in built)
 
 
 def _fixed_leaves(n: int = 2, m: int = 3) -> list[torch.Tensor]:
@@ -444,7 +446,7 @@ def _operands_for(spec: OpSpec) -> tuple[list[Any], dict[str, Any]] | None:
     ids = torch.tensor([2, 0], dtype=torch.int64)
     choices = [[ids] if kind == INDEX else pool for kind in spec.slots]
     # Distinct operands first: x0 * x1 with x0 == x1 would hide a swapped operand.
-    combos = sorted(_products(choices), key=lambda c: len({id(x) for x in c}) < len(c))
+    combos = sorted(itertools.product(*choices), key=lambda c: len({id(x) for x in c}) < len(c))
     for combo in combos:
         operands = list(combo)
         params = _params(spec, operands, 0)
@@ -456,15 +458,6 @@ def _operands_for(spec: OpSpec) -> tuple[list[Any], dict[str, Any]] | None:
         if bool(torch.isfinite(result).all()) and not _broadcasts_implicitly(spec, operands, params, result):
             return operands, params
     return None
-
-
-def _products(choices: list[list[Any]]) -> Any:
-    if not choices:
-        yield ()
-        return
-    for first in choices[0]:
-        for rest in _products(choices[1:]):
-            yield (first, *rest)
 
 
 # ---- params --------------------------------------------------------------------
