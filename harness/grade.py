@@ -95,8 +95,14 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
 
 
 def _spec_runner(case: Any) -> Callable[[Any], None]:
+    from harness.checks.context import DEFAULT_PARTS
+
+    # A case about requires_grad also judges result flags and which gradients stay None;
+    # every other case compares values and the gradients torch computes.
+    parts = (*DEFAULT_PARTS, "requires_grad", "none") if "requires_grad" in case.concepts else DEFAULT_PARTS
+
     def run(ctx: Any) -> None:
-        ctx.expect(case.program, tolerance=case.tolerance, hint=case.hint, expected=case.expected)
+        ctx.expect(case.program, parts=parts, tolerance=case.tolerance, hint=case.hint, expected=case.expected)
 
     return run
 

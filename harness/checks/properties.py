@@ -1,9 +1,14 @@
 """Property checks: random graphs compared with torch, shrunk to the smallest failure.
 
-Hypothesis draws programs from ``strategies.op_graphs`` over the ops a
-candidate has; each is run in the worker and judged here against torch. A
-failure is shrunk to the smallest graph and shown as a runnable snippet.
-The run is deterministic: a fixed seed, no example database.
+Each check first runs a fixed list of small programs, one per situation it
+must cover (a reused leaf, a diamond, a non-square product, a broadcast
+leading axis, ...), so every seed sees each of them; then hypothesis draws
+programs from ``strategies.op_graphs`` over the ops a candidate has. Each
+program is run in the worker and judged here against torch on values and
+on the gradients torch computes (requires_grad and None-ness are other
+checks' concepts). A random failure is shrunk to the smallest graph and
+shown as a runnable snippet. The run is deterministic: a fixed seed, no
+example database.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ from typing import Any, Sequence
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky, HypothesisException
 
-from harness.checks.targeted import CORE_MEMBERS, check
-from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, Observation,
-                                    Verdict, judge)
-from harness.ops import OPS, ops_for_level
-from harness.program import Program
+import torch
 
-__all__ = ["find_counterexample", "Counterexample"]
+from harness.checks.targeted import CORE_MEMBERS, check
+from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
+                                    NotAttempted, Observation, Verdict, judge)
+from harness.ops import OPS, ops_for_level
+from harness.program import Leaf, Program, Step
+
+__all__ = ["find_counterexample", "Counterexample", "CORE_SITUATIONS", "BROADCAST_SITUATIONS", "situations_for"]
 
 EXAMPLES = {"core": 1.0, "followups": 0.3, "extensions": 0.3, "op": 0.05}
 """Share of ``--max-examples`` each property check draws."""
@@ -31,15 +38,30 @@ class _Found(Exception):
     pass
 
 
+Situations = Sequence[tuple[str, Program]]
+"""(situation, program): a fixed example a property check runs before its random search."""
+
+
 @dataclass(frozen=True)
 class Counterexample:
     program: Program
     verdict: Verdict
     observation: Observation | None = None
+    situation: str | None = None
+    """The situation of the fixed example that failed; None for a random (shrunk) one."""
 
 
-def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int) -> Counterexample | None:
-    """Search for a program the candidate gets wrong; the last failure seen is the shrunk one."""
+def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int,
+                        fixed: Situations = ()) -> Counterexample | None:
+    """A program the candidate gets wrong: the first failing fixed example, else the shrunk random one.
+
+    The fixed examples run first, in order, at every seed; the random search runs only
+    when they all pass, and the last failure it sees is the shrunk one.
+    """
+    for situation, program in fixed:
+        verdict, observation = _verdict(ctx, program)
+        if verdict is not None:
+            return Counterexample(program, verdict, observation, situation)
     last: dict[str, Counterexample] = {}
     # After a timeout every further example would wait out its own limit: the search
     # stops, and the example that hung is the one reported (unshrunk).
@@ -77,7 +99,7 @@ def _verdict(ctx: Context, program: Program) -> tuple[Verdict | None, Observatio
         return Verdict("timeout", exc.message), None
     except CandidateError as exc:
         return Verdict("error", exc.message), None
-    return judge(program, obs, program.run_torch(), ("error", "values", "requires_grad", "grads")), obs
+    return judge(program, obs, program.run_torch(), DEFAULT_PARTS), obs
 
 
 def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
@@ -88,19 +110,81 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
                                                                                         ctx.class_name)}
     if verdict.mismatch is not None:
         details["worst"] = verdict.mismatch.to_dict()
-    message = f"smallest failing graph: {program.expression()} -> {verdict.message}"
+    what = f"failing graph ({found.situation})" if found.situation else "smallest failing graph"
+    message = f"{what}: {program.expression()} -> {verdict.message}"
     evidence = Evidence(program, found.observation, program.run_torch())
     if verdict.kind in ("error", "timeout"):
         raise CandidateError(message, **details).with_evidence(evidence)
     raise Failed(message, **details).with_evidence(evidence)
 
 
-def _search(ctx: Context, ops: Sequence[str], share: str, **strategy_options: Any) -> None:
+def _search(ctx: Context, ops: Sequence[str], share: str, fixed: Situations = (), **strategy_options: Any) -> None:
     from harness.checks.strategies import op_graphs
 
     found = find_counterexample(ctx, op_graphs(ops=list(ops), **strategy_options),
-                                max_examples=round(ctx.max_examples * EXAMPLES[share]), seed_value=ctx.seed)
+                                max_examples=round(ctx.max_examples * EXAMPLES[share]), seed_value=ctx.seed,
+                                fixed=fixed)
     _raise(ctx, found, share)
+
+
+# ---- the situations each check covers at every seed --------------------------------
+
+
+def _program(leaves: dict[str, tuple[list, bool]], steps: list[tuple[str, str, tuple]]) -> Program:
+    built = tuple(Step(name, op, args) for name, op, args in steps)
+    return Program(tuple(Leaf(n, torch.tensor(v, dtype=torch.float64), rg) for n, (v, rg) in leaves.items()),
+                   built, built[-1].name)
+
+
+_M = [[1.0, -2.0], [3.0, 1.0]]  # square, not symmetric: a flipped transpose shows
+_R = [[1.0, -2.0, 3.0], [2.0, 0.0, -1.0]]  # a zero and negatives in front of relu
+_R2 = [[2.0, 1.0, -1.0], [-3.0, 2.0, 1.0]]
+_S = [[2.0, 1.0], [-1.0, 3.0], [0.0, -2.0]]
+
+CORE_SITUATIONS: Situations = (
+    ("a leaf used twice by one op", _program({"x0": (_M, True)}, [
+        ("x1", "add", ("x0", "x0")), ("x2", "sum", ("x1",))])),
+    ("a leaf used by two ops", _program({"x0": (_R, True), "x1": (_R2, True)}, [
+        ("x2", "mul", ("x0", "x1")), ("x3", "add", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a shared intermediate (a diamond)", _program({"x0": (_M, True)}, [
+        ("x1", "add", ("x0", "x0")), ("x2", "add", ("x1", "x1")), ("x3", "sum", ("x2",))])),
+    ("paths of different lengths to one node", _program({"x0": (_M, True)}, [
+        ("x1", "mul", ("x0", "x0")), ("x2", "mul", ("x1", "x0")), ("x3", "add", ("x1", "x2")),
+        ("x4", "add", ("x3", "x0")), ("x5", "sum", ("x4",))])),
+    ("a non-square matmul", _program({"x0": (_R, True), "x1": (_S, True)}, [
+        ("x2", "matmul", ("x0", "x1")), ("x3", "sum", ("x2",))])),
+    ("a square non-symmetric matrix times itself", _program({"x0": (_M, True)}, [
+        ("x1", "matmul", ("x0", "x0")), ("x2", "sum", ("x1",))])),
+    ("relu at zero and below", _program({"x0": (_R, True), "x1": (_R2, True)}, [
+        ("x2", "relu", ("x0",)), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
+    ("a leaf that does not require grad", _program({"x0": (_R, True), "x1": (_R2, False)}, [
+        ("x2", "mul", ("x0", "x1")), ("x3", "sum", ("x2",))])),
+    ("sum of a matrix", _program({"x0": (_R, True)}, [("x1", "sum", ("x0",))])),
+)
+"""What ``core.properties`` covers before its random search, with integer values."""
+
+BROADCAST_SITUATIONS: Situations = (
+    ("a row broadcast over the leading axis", _program({"x0": (_R, True), "x1": ([0.5, -1.0, 2.0], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a column broadcast over a size-1 axis", _program({"x0": (_R, True), "x1": ([[2.0], [-1.0]], True)}, [
+        ("x2", "mul", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a (1, m) row", _program({"x0": (_R, True), "x1": ([[1.0, -1.0, 3.0]], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a 0-d tensor", _program({"x0": (_R, True), "x1": (1.5, True)}, [
+        ("x2", "mul", ("x1", "x0")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("both operands broadcast", _program({"x0": ([[2.0], [-1.0]], True), "x1": ([[1.0, -1.0, 3.0]], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
+    ("a broadcast operand used twice", _program({"x0": (_R, True), "x1": ([0.5, -1.0, 2.0], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
+)
+"""What ``followups.properties`` covers before its random search."""
+
+
+def situations_for(ops: Sequence[str]) -> list[tuple[str, Program]]:
+    """The fixed programs around each op of ``ops`` (see ``strategies.op_situations``), named by op."""
+    from harness.checks.strategies import op_situations
+
+    return [(f"{name}: {situation}", program) for name in ops for situation, program in op_situations(name)]
 
 
 _CORE_OPS = [spec.name for spec in ops_for_level("core")]
@@ -112,7 +196,7 @@ def random_core_graphs(ctx: Context) -> None:
 
     Shrunk to the smallest graph that breaks: run the snippet and compare with torch step by step.
     """
-    _search(ctx, _CORE_OPS, "core", integer_values=True)
+    _search(ctx, _CORE_OPS, "core", CORE_SITUATIONS, integer_values=True)
 
 
 @check("followups.properties", "followups", "broadcasting", requires=CORE_MEMBERS | {"feature:broadcasting"},
@@ -122,7 +206,7 @@ def random_broadcast_graphs(ctx: Context) -> None:
 
     Every operand's gradient must be summed back to that operand's own shape.
     """
-    _search(ctx, _CORE_OPS, "followups", integer_values=True, broadcasting=True)
+    _search(ctx, _CORE_OPS, "followups", BROADCAST_SITUATIONS, integer_values=True, broadcasting=True)
 
 
 @check("extensions.properties", "extensions", "properties", requires=CORE_MEMBERS, timeout=120.0, cost=1.0)
@@ -134,14 +218,15 @@ def random_extension_graphs(ctx: Context) -> None:
     present = [name for name, spec in OPS.items() if spec.level == "extensions" and spec.member in ctx.members]
     if not present:
         raise NotAttempted(f"{ctx.class_name} has none of the extension ops")
-    _search(ctx, _CORE_OPS + present, "extensions", integer_values=False)
+    _search(ctx, _CORE_OPS + present, "extensions", situations_for(present), integer_values=False)
 
 
 def _op_check(name: str) -> None:
     spec = OPS[name]
 
     def run(ctx: Context) -> None:
-        _search(ctx, [name, "mul", "sum"], "op", integer_values=not spec.transcendental)
+        _search(ctx, [name, "mul", "sum"], "op", situations_for([name]), integer_values=not spec.transcendental,
+                focus=name)
 
     run.__doc__ = f"{name} matches torch in value and gradient on random graphs.\n\n{spec.doc}"
     check(f"extensions.op.{name}", "extensions", spec.concept, requires=CORE_MEMBERS | {spec.member},

@@ -185,6 +185,9 @@ _REPLIES: Final[dict[str, Check]] = {
 }
 
 
+_REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
+
+
 def _generic(value: Any, where: str, depth: int = 0) -> None:
     """Bounds every message must respect, whatever it answers."""
     if depth > MAX_DEPTH:
