@@ -51,7 +51,7 @@ KNOWN_BUGS = [
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    with Sandbox() as sb:
+    with Sandbox.launch() as sb:
         yield sb
 
 

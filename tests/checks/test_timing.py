@@ -29,7 +29,7 @@ EXPONENTIAL = ROOT / "corpus" / "conventions" / "every_path.py"
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    with Sandbox() as sb:
+    with Sandbox.launch() as sb:
         yield sb
 
 
