@@ -125,11 +125,26 @@ def _unchanged(program: Program, after: dict[str, Any]) -> dict[str, bool]:
 
 
 def describe_error(error: dict[str, Any]) -> str:
-    where = error.get("where", "")
+    """An exception from the candidate's code, with its place: the graph node and the submission's line.
+
+    ``RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x4 and 3x4), in backward of
+    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``.
+    """
+    where = str(error.get("where", ""))
     text = f"{error.get('type', 'Exception')}: {error.get('message', '')}".strip()
     if error.get("type") == "NotImplementedError":
         text = f"not implemented ({error.get('message') or 'NotImplementedError'})"
-    return f"{text} [in {where}]" if where else text
+    node = error.get("node")
+    if node and where == "backward":
+        text += f", in backward of `{node}`"
+    elif node and where.startswith("forward"):
+        text += f", in forward at `{node}`"
+    elif where:
+        text += f" [in {where}]"
+    if error.get("line"):
+        source = error.get("source_line")
+        text += f" (line {error['line']}" + (f": {source})" if source else ")")
+    return text
 
 
 class Shared:

@@ -157,12 +157,18 @@ def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
             "name": f"{smallest.concept} failures around {syntax}",
             "concept": smallest.concept,
             "explanation": (f"No catalogued bug reproduces these failures. The op nearest to what goes wrong "
-                            f"is {syntax}; the smallest failing graph is {smallest.evidence.program.expression()}"),
+                            f"is {syntax}; the smallest failing graph is {smallest.evidence.program.expression()}, "
+                            f"where {_first_line(smallest.message)}"),
             "hint": smallest.details.get("hint", ""),
             "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
         })
     return causes
+
+
+def _first_line(message: str) -> str:
+    line = message.splitlines()[0] if message else "it fails"
+    return line.removeprefix("smallest failing graph: ").split(" -> ", 1)[-1]
 
 
 def _blamed_op(program: Any, obs: Any, expected: Any) -> str | None:
