@@ -124,6 +124,19 @@ def _unchanged(program: Program, after: dict[str, Any]) -> dict[str, bool]:
     return out
 
 
+def _observation(program: Program, reply: dict[str, Any], seconds: float, cpu: float | None) -> Observation:
+    return Observation(
+        values={k: _decode(v) for k, v in reply.get("values", {}).items()},
+        requires_grad=dict(reply.get("requires_grad", {})),
+        grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
+        leaf_data_unchanged=_unchanged(program, reply.get("leaf_data", {})),
+        error=reply.get("error"),
+        seconds=seconds,
+        raw=reply,
+        cpu_seconds=cpu,
+    )
+
+
 def describe_error(error: dict[str, Any]) -> str:
     """An exception from the candidate's code, with its place: the graph node and the submission's line.
 
@@ -275,16 +288,22 @@ class Context:
         cpu_before = worker.cpu_seconds() if worker is not None else None
         reply = self.request(payload, timeout, what)
         cpu = worker.cpu_seconds() - cpu_before if worker is not None and cpu_before is not None else None
-        return Observation(
-            values={k: _decode(v) for k, v in reply.get("values", {}).items()},
-            requires_grad=dict(reply.get("requires_grad", {})),
-            grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
-            leaf_data_unchanged=_unchanged(program, reply.get("leaf_data", {})),
-            error=reply.get("error"),
-            seconds=time.perf_counter() - started,
-            raw=reply,
-            cpu_seconds=cpu,
-        )
+        return _observation(program, reply, time.perf_counter() - started, cpu)
+
+    def run_many(self, programs: Sequence[Program], *, timeout: float) -> list[Observation]:
+        """Run ``programs`` in one request (each on fresh leaves): one observation per program, in order."""
+        payload = {"kind": "run_many", "programs": [p.to_wire() for p in programs], "observe": "all", "guard": True}
+        started = time.perf_counter()
+        reply = self.request(payload, timeout, f"running {len(programs)} graphs")
+        results = reply.get("results", [])
+        if len(results) != len(programs):
+            raise CandidateError(f"the worker answered {len(results)} of {len(programs)} graphs")
+        found = [f"{name}.grad carries torch autograd history (requires_grad or grad_fn)"
+                 for result in results for name, grad in (result.get("grads") or {}).items()
+                 if isinstance(grad, dict) and grad.get("autograd")]
+        self.shared.add_violations(found)
+        seconds = (time.perf_counter() - started) / max(1, len(programs))
+        return [_observation(p, r, seconds, None) for p, r in zip(programs, results)]
 
     def probe(self, kind: str, *, timeout: float, **fields: Any) -> dict[str, Any]:
         return self.request({"kind": kind, **fields}, timeout, f"the {kind.replace('_', ' ')} probe")

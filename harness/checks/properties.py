@@ -13,15 +13,18 @@ example database.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 # Hypothesis is thread-safe (since 6.136), so the grader's two lanes may both search.
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import given, seed
 from hypothesis.errors import Flaky, HypothesisException
 
 import torch
 
+from harness.checks.examples import drawn_programs, search_settings
 from harness.checks.targeted import CORE_MEMBERS, check
 from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
                                     NotAttempted, Observation, Verdict, judge)
@@ -52,24 +55,40 @@ class Counterexample:
 
 
 def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int,
-                        fixed: Situations = ()) -> Counterexample | None:
+                        fixed: Situations = (), key: str | None = None) -> Counterexample | None:
     """A program the candidate gets wrong: the first failing fixed example, else the shrunk random one.
 
     The fixed examples run first, in order, at every seed; the random search runs only
-    when they all pass, and the last failure it sees is the shrunk one.
+    when they all pass, and the last failure it sees is the shrunk one. With ``key``
+    (which names the strategy), the programs the search would draw are taken from
+    ``examples`` and run in a few batched requests; hypothesis searches (and shrinks)
+    only when one of them fails, or when a batch could not be judged.
     """
-    for situation, program in fixed:
-        verdict, observation = _verdict(ctx, program)
-        if verdict is not None:
-            return Counterexample(program, verdict, observation, situation)
+    if fixed:
+        batch = _first_failure(ctx, [program for _, program in fixed])
+        if batch is _UNKNOWN:
+            for situation, program in fixed:
+                verdict, observation = _verdict(ctx, program)
+                if verdict is not None:
+                    return Counterexample(program, verdict, observation, situation)
+        elif batch is not _PASSED:
+            index, verdict, observation = batch
+            return Counterexample(fixed[index][1], verdict, observation, fixed[index][0])
+    unshrunk: Counterexample | None = None
+    if key is not None:
+        programs = drawn_programs(key, strategy, max_examples, seed_value)
+        batch = _first_failure(ctx, programs)
+        if batch is _PASSED:
+            return None
+        if batch is not _UNKNOWN:
+            index, verdict, observation = batch
+            unshrunk = Counterexample(programs[index], verdict, observation)
     last: dict[str, Counterexample] = {}
     # After a timeout every further example would wait out its own limit: the search
     # stops, and the example that hung is the one reported (unshrunk).
     stopped: list[bool] = []
 
-    @settings(max_examples=max(1, max_examples), database=None, deadline=None, derandomize=False,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, verbosity=Verbosity.quiet,
-              phases=(Phase.generate, Phase.shrink), print_blob=False)
+    @search_settings(max_examples)
     @seed(seed_value)
     @given(strategy)
     def prop(program: Program) -> None:
@@ -87,9 +106,32 @@ def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_
     except (_Found, Flaky):
         pass
     except HypothesisException:
-        if "found" not in last:
+        if "found" not in last and unshrunk is None:
             raise
-    return last.get("found")
+    # The search draws what the batch ran, so it finds the same failure and shrinks it;
+    # should it not (another hypothesis drawing otherwise), the batch's failure stands as found.
+    return last.get("found") or unshrunk
+
+
+_PASSED, _UNKNOWN = object(), object()
+_BATCH = 40
+"""Programs per batched request: replies stay far below the channel's limits."""
+
+
+def _first_failure(ctx: Context, programs: Sequence[Program]) -> Any:
+    """The first of ``programs`` the candidate gets wrong as (index, verdict, observation); ``_PASSED`` when
+    none; ``_UNKNOWN`` when a batch itself failed (it hung or the worker died), which one-by-one runs must settle."""
+    for start in range(0, len(programs), _BATCH):
+        chunk = programs[start:start + _BATCH]
+        try:
+            observations = ctx.run_many(chunk, timeout=5.0 + 0.1 * len(chunk))
+        except (CandidateTimeout, CandidateError):
+            return _UNKNOWN
+        for offset, (program, observation) in enumerate(zip(chunk, observations)):
+            verdict = judge(program, observation, program.run_torch(), DEFAULT_PARTS)
+            if verdict is not None:
+                return start + offset, verdict, observation
+    return _PASSED
 
 
 def _verdict(ctx: Context, program: Program) -> tuple[Verdict | None, Observation | None]:
@@ -122,9 +164,17 @@ def _search(ctx: Context, ops: Sequence[str], share: str, fixed: Situations = ()
     from harness.checks.strategies import op_graphs
 
     found = find_counterexample(ctx, op_graphs(ops=list(ops), **strategy_options),
-                                max_examples=round(ctx.max_examples * EXAMPLES[share]), seed_value=ctx.seed,
-                                fixed=fixed)
+                                max_examples=_examples(ctx.max_examples, share), seed_value=ctx.seed,
+                                fixed=fixed, key=_strategy_key(ops, strategy_options))
     _raise(ctx, found, share)
+
+
+def _examples(max_examples: int, share: str) -> int:
+    return round(max_examples * EXAMPLES[share])
+
+
+def _strategy_key(ops: Sequence[str], options: dict[str, Any]) -> str:
+    return "op_graphs " + json.dumps({"ops": list(ops), **options}, sort_keys=True)
 
 
 # ---- the situations each check covers at every seed --------------------------------
@@ -236,3 +286,20 @@ def _op_check(name: str) -> None:
 for _name, _spec in OPS.items():
     if _spec.level == "extensions":
         _op_check(_name)
+
+
+def default_searches(max_examples: int = 200, seed_value: int = 0) -> list[tuple[str, Any, int, int]]:
+    """Every random search a grade with these settings runs on an engine with every op: (key, strategy
+    factory, examples, seed), for ``examples`` to draw ahead of time and ship."""
+    from harness.checks.strategies import op_graphs
+
+    every_extension = [name for name, spec in OPS.items() if spec.level == "extensions"]
+    searches: list[tuple[Sequence[str], str, dict[str, Any]]] = [
+        (_CORE_OPS, "core", {"integer_values": True}),
+        (_CORE_OPS, "followups", {"integer_values": True, "broadcasting": True}),
+        (_CORE_OPS + every_extension, "extensions", {"integer_values": False}),
+    ]
+    searches += [([name, "mul", "sum"], "op", {"integer_values": not OPS[name].transcendental, "focus": name})
+                 for name in every_extension]
+    return [(_strategy_key(ops, options), functools.partial(op_graphs, ops=list(ops), **options),
+             _examples(max_examples, share), seed_value) for ops, share, options in searches]
