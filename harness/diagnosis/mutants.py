@@ -125,15 +125,33 @@ MUTANTS: Final[dict[str, Mutant]] = {m.bug: m for m in (
     Mutant("overwrite", ((_ACCUMULATE, "                        grads[key] = pg  # BUG: replaces earlier contributions\n"),),
            variants=(((_ACCUMULATE, "                        grads.setdefault(key, pg)  # BUG: drops later contributions\n"),),),
            shows_on="reuse"),
+    # An engine whose own rules make contiguous gradients would never meet an expanded view:
+    # .contiguous() copies only those, so the aliasing itself is kept.
     Mutant("aliased_grads", (
         (_ACCUMULATE, """\
                         if key in grads:
                             grads[key] += pg  # BUG: in place, into a tensor other inputs may hold too
                         else:
-                            grads[key] = pg
+                            grads[key] = pg.contiguous()  # (the same tensor, unless it was an expanded view)
 """),
-        (_LEAF, "                        item.grad = g if item.grad is None else item.grad.add_(g)  # BUG: shared, then in place\n"),
-    ), shows_on="reuse"),
+        (_LEAF, "                        item.grad = g.contiguous() if item.grad is None else item.grad.add_(g)  # BUG: shared\n"),
+    ),
+        # Which tensors end up shared depends on the order the walk meets the inputs in: the
+        # variant walks them right to left, as an engine that pushes inputs on a stack does.
+        variants=((
+            (_ACCUMULATE, """\
+                        if key in grads:
+                            grads[key] += pg  # BUG: in place, into a tensor other inputs may hold too
+                        else:
+                            grads[key] = pg.contiguous()  # (the same tensor, unless it was an expanded view)
+"""),
+            (_LEAF, "                        item.grad = g.contiguous() if item.grad is None else item.grad.add_(g)  # BUG: shared\n"),
+            ("    stack: list[tuple[_Node | Tensor, Iterator[_Node | Tensor | None]]] = [(root, iter(_inputs(root)))]\n",
+             "    stack: list[tuple[_Node | Tensor, Iterator[_Node | Tensor | None]]] = [(root, reversed(_inputs(root)))]\n"),
+            ("                stack.append((child, iter(_inputs(child))))\n",
+             "                stack.append((child, reversed(_inputs(child))))\n"),
+        ),),
+        shows_on="reuse"),
     Mutant("passes_reset", ((_LEAF, "                        item.grad = g.clone()  # BUG: forgets earlier backward() calls\n"),),
            shows_on="passes"),
     Mutant("embedding_overwrite", ((
