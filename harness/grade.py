@@ -47,6 +47,8 @@ class GradeOptions:
     memory_mb: int = 2048
     isolation: str = "auto"
     """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
+    levels: tuple[str, ...] = ()
+    """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ class PlannedCheck:
     isolated: bool = True
     """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
     a worker per case would cost more than the cases themselves."""
+    graph: tuple[Any, Any] | None = None
+    """(program, torch's outcome) for a check that runs one fixed graph: the diagnosis reads
+    passing ones to tell bugs apart."""
 
 
 def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
@@ -78,17 +83,26 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
         plan.append(PlannedCheck(
             f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
             frozenset(case.requirements), 30.0, _spec_runner(case), cost=0.01, isolated=False,
+            graph=(case.program, case.expected),
         ))
     order = {level: i for i, level in enumerate(LEVELS)}
     plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
     if options.level != "all":
         plan = [c for c in plan if c.level == options.level]
+    if options.levels:
+        plan = [c for c in plan if c.level in options.levels]
     return plan
 
 
 def _spec_runner(case: Any) -> Callable[[Any], None]:
+    from harness.checks.context import DEFAULT_PARTS
+
+    # A case about requires_grad also judges result flags and which gradients stay None;
+    # every other case compares values and the gradients torch computes.
+    parts = (*DEFAULT_PARTS, "requires_grad", "none") if "requires_grad" in case.concepts else DEFAULT_PARTS
+
     def run(ctx: Any) -> None:
-        ctx.expect(case.program, tolerance=case.tolerance, hint=case.hint, expected=case.expected)
+        ctx.expect(case.program, parts=parts, tolerance=case.tolerance, hint=case.hint, expected=case.expected)
 
     return run
 
@@ -114,9 +128,12 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         # Proof from the source alone: nothing is run, every check is skipped.
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
+        from harness.diagnosis.causes import diagnose
+
+        skipped, causes = diagnose(skipped, submission.findings.violations, None, {})
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256)
+                       isolation_note="", sha256=submission.sha256, root_causes=causes)
     limits = Limits(memory_mb=options.memory_mb)
     owned: list[Any] = []
     try:
@@ -256,6 +273,7 @@ _LATE_IMPORTS = (
 def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
+    from harness.diagnosis.causes import diagnose
 
     path, static, sha256 = submission.path, submission.findings, submission.sha256
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
@@ -316,8 +334,13 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     with ThreadPoolExecutor(max_workers=LANES) as pool:
         for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
+    t0 = time.perf_counter()
+    graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
+                              rubric.allot([(c.id, c.level) for c in plan]),
+                              {c.id: c.graph for c in plan if c.graph is not None})
+    timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    return finish(path, "graded", "", [results[c.id] for c in plan], rubric, options, static, shared, timings)
+    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes)
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
@@ -398,7 +421,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, isolation_note: str, sha256: str) -> Report:
+            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = ()) -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -421,6 +444,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=tuple(entry.to_dict() for entry in static.review), isolation=isolation,
-        isolation_note=isolation_note,
-        source_sha256=sha256,
+        isolation_note=isolation_note, source_sha256=sha256, root_causes=root_causes,
     )

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import INDEX, OPS, TENSOR, OpSpec, check_operands
 from harness.program import Program, Step
-from harness.checks.strategies import op_graphs
+from harness.checks.strategies import op_graphs, op_situations, reaches_output
 from reference import Tensor
 
 SPECS = list(OPS.values())
@@ -193,3 +193,20 @@ def test_reference_has_the_member(spec: OpSpec) -> None:
     defined = [vars(cls)[spec.member] for cls in Tensor.__mro__[:-1] if spec.member in vars(cls)]
     assert defined, f"reference Tensor lacks {spec.member}"
     assert callable(defined[0]) or isinstance(defined[0], property)
+
+
+# ---- the fixed situations property checks run for each op ------------------------------------
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+def test_each_op_has_its_situations_inside_its_domain(spec: OpSpec) -> None:
+    situations = op_situations(spec.name)
+    assert [name for name, _ in situations] == ["the op on leaves", "its result used twice",
+                                                 "its input also used outside it"]
+    for name, program in situations:
+        program.validate()
+        assert reaches_output(program.steps, spec.name), name
+        assert program.ops_used() <= {spec.name, "mul", "sum"}, name
+        outcome = program.run_torch()
+        assert outcome.values[program.output].dim() == 0
+        assert any(g is not None for g in outcome.grads.values()), name

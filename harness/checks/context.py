@@ -3,23 +3,35 @@
 A check asks the ``Context`` to run a program or a probe on the candidate's
 engine and gets back an ``Observation`` of plain values. Verdicts (the
 comparisons with torch) are made here, in the grader's process.
+
+Each check judges only its own concept (``judge``'s ``parts``): the gradients
+of leaves that torch gives a gradient, unless the check is about None-ness or
+dtypes. Conventions the contract fixes are charged once, by
+``core.conventions``, and compared past everywhere else: a ``(1,)`` result
+where torch gives 0-d, float32 storage (float32 tolerance), and a one-element
+output of shape ``(1, 1)`` (``expect`` backpropagates from its sum instead).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
-from harness.compare import DEFAULT_TOLERANCE, Mismatch, Tolerance, compare, tolerance_for
-from harness.program import Outcome, Program, decode_tensor
+from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, compare, dtype_mismatch, looser,
+                             tolerance_for)
+from harness.program import Outcome, Program, Step, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 
-__all__ = ["Context", "Observation", "Evidence", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted"]
+__all__ = ["Context", "Observation", "Evidence", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted",
+           "DEFAULT_PARTS", "judge", "scalar_root"]
+
+DEFAULT_PARTS = ("error", "values", "grads")
+"""What a check compares unless it says otherwise: errors, step values and the gradients torch computes."""
 
 
 class CheckEnded(Exception):
@@ -77,6 +89,17 @@ class Observation:
     error: dict[str, Any] | None
     seconds: float
     raw: dict[str, Any] = field(default_factory=dict)
+    cpu_seconds: float | None = None
+    """CPU time the worker spent on the request, read from the kernel by the grader (timed runs only)."""
+
+    def dtype(self, section: str, name: str) -> str | None:
+        """The dtype name the worker saw for ``name`` in ``values``, ``grads`` or ``leaf_data``."""
+        wire = (self.raw.get(section) or {}).get(name)
+        return wire.get("dtype") if isinstance(wire, dict) else None
+
+    def subclass(self, section: str, name: str) -> str | None:
+        wire = (self.raw.get(section) or {}).get(name)
+        return wire.get("subclass") if isinstance(wire, dict) else None
 
 
 def _decode(wire: Any) -> Any:
@@ -101,12 +124,40 @@ def _unchanged(program: Program, after: dict[str, Any]) -> dict[str, bool]:
     return out
 
 
+def _observation(program: Program, reply: dict[str, Any], seconds: float, cpu: float | None) -> Observation:
+    return Observation(
+        values={k: _decode(v) for k, v in reply.get("values", {}).items()},
+        requires_grad=dict(reply.get("requires_grad", {})),
+        grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
+        leaf_data_unchanged=_unchanged(program, reply.get("leaf_data", {})),
+        error=reply.get("error"),
+        seconds=seconds,
+        raw=reply,
+        cpu_seconds=cpu,
+    )
+
+
 def describe_error(error: dict[str, Any]) -> str:
-    where = error.get("where", "")
+    """An exception from the candidate's code, with its place: the graph node and the submission's line.
+
+    ``RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x4 and 3x4), in backward of
+    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``.
+    """
+    where = str(error.get("where", ""))
     text = f"{error.get('type', 'Exception')}: {error.get('message', '')}".strip()
     if error.get("type") == "NotImplementedError":
         text = f"not implemented ({error.get('message') or 'NotImplementedError'})"
-    return f"{text} [in {where}]" if where else text
+    node = error.get("node")
+    if node and where == "backward":
+        text += f", in backward of `{node}`"
+    elif node and where.startswith("forward"):
+        text += f", in forward at `{node}`"
+    elif where:
+        text += f" [in {where}]"
+    if error.get("line"):
+        source = error.get("source_line")
+        text += f" (line {error['line']}" + (f": {source})" if source else ")")
+    return text
 
 
 class Shared:
@@ -224,33 +275,72 @@ class Context:
 
     # ---- programs ----
 
-    def run(self, program: Program, *, timeout: float = 10.0, observe: str = "all", guard: bool = True) -> Observation:
+    def run(self, program: Program, *, timeout: float = 10.0, observe: str = "all", guard: bool = True,
+            timed: bool = False) -> Observation:
+        """Run ``program`` on the candidate's engine. ``timed`` measures the worker's CPU time from outside
+        (the kernel's count, never a number the worker reports) with its garbage collector paused."""
+        what = f"running {program.expression()[:80]}" if len(program.steps) <= 20 else \
+            f"running a graph of {len(program.steps)} nodes"
+        payload = {"kind": "timed_run" if timed else "run", "program": program.to_wire(), "observe": observe,
+                   "guard": guard}
         started = time.perf_counter()
-        reply = self.request({"kind": "run", "program": program.to_wire(), "observe": observe, "guard": guard}, timeout,
-                             f"running {program.expression()[:80]}")
-        return Observation(
-            values={k: _decode(v) for k, v in reply.get("values", {}).items()},
-            requires_grad=dict(reply.get("requires_grad", {})),
-            grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
-            leaf_data_unchanged=_unchanged(program, reply.get("leaf_data", {})),
-            error=reply.get("error"),
-            seconds=time.perf_counter() - started,
-            raw=reply,
-        )
+        worker = self.worker() if timed else None
+        cpu_before = worker.cpu_seconds() if worker is not None else None
+        reply = self.request(payload, timeout, what)
+        cpu = worker.cpu_seconds() - cpu_before if worker is not None and cpu_before is not None else None
+        return _observation(program, reply, time.perf_counter() - started, cpu)
+
+    def run_many(self, programs: Sequence[Program], *, timeout: float) -> list[Observation]:
+        """Run ``programs`` in one request (each on fresh leaves): one observation per program, in order."""
+        payload = {"kind": "run_many", "programs": [p.to_wire() for p in programs], "observe": "all", "guard": True}
+        started = time.perf_counter()
+        reply = self.request(payload, timeout, f"running {len(programs)} graphs")
+        results = reply.get("results", [])
+        if len(results) != len(programs):
+            raise CandidateError(f"the worker answered {len(results)} of {len(programs)} graphs")
+        found = [f"{name}.grad carries torch autograd history (requires_grad or grad_fn)"
+                 for result in results for name, grad in (result.get("grads") or {}).items()
+                 if isinstance(grad, dict) and grad.get("autograd")]
+        self.shared.add_violations(found)
+        seconds = (time.perf_counter() - started) / max(1, len(programs))
+        return [_observation(p, r, seconds, None) for p, r in zip(programs, results)]
 
     def probe(self, kind: str, *, timeout: float, **fields: Any) -> dict[str, Any]:
         return self.request({"kind": kind, **fields}, timeout, f"the {kind.replace('_', ' ')} probe")
 
-    def expect(self, program: Program, *, parts: Sequence[str] = ("error", "values", "requires_grad", "grads"),
+    def expect(self, program: Program, *, parts: Sequence[str] = DEFAULT_PARTS,
                tolerance: Tolerance | None = None, timeout: float = 10.0, hint: str | None = None,
                expected: Outcome | None = None) -> Observation:
-        """Run ``program`` on the candidate and raise Failed/CandidateError unless it matches torch."""
-        observation = self.run(program, timeout=timeout)
+        """Run ``program`` on the candidate and raise Failed/CandidateError unless it matches torch in ``parts``.
+
+        A one-element output that is not 0-d is backpropagated from its sum: the root
+        gradient's shape is ``core.conventions``'s concern, not this check's.
+        """
         expected = expected or program.run_torch()
+        rooted = scalar_root(program, expected)
+        if rooted is not program:
+            program, expected = rooted, rooted.run_torch()
+        observation = self.run(program, timeout=timeout)
         mismatch = judge(program, observation, expected, parts, tolerance)
         if mismatch is not None:
             raise_for(program, mismatch, self.module_name, self.class_name, hint, expected, observation)
         return observation
+
+
+def scalar_root(program: Program, expected: Outcome) -> Program:
+    """``program`` with a ``.sum()`` appended when its output holds one element but is not 0-d.
+
+    Torch backpropagates from any one-element output; an engine that only accepts 0-d
+    ones (or seeds a 0-d gradient) is charged for it once, by ``core.conventions``.
+    """
+    out = expected.values.get(program.output)
+    if program.upstream is not None or out is None or out.dim() == 0:
+        return program
+    taken = {leaf.name for leaf in program.leaves} | {step.name for step in program.steps}
+    name = f"{program.output}_sum"
+    while name in taken:
+        name += "_"
+    return replace(program, steps=(*program.steps, Step(name, "sum", (program.output,))), output=name)
 
 
 @dataclass(frozen=True)
@@ -262,7 +352,15 @@ class Verdict:
 
 def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence[str],
           tolerance: Tolerance | None = None) -> Verdict | None:
-    """The first way the observation differs from torch's outcome, or None."""
+    """The first way the observation differs from torch's outcome in ``parts``, or None.
+
+    ``parts``: ``error``; ``values`` (every step's value); ``requires_grad`` (every
+    result's flag); ``grads`` (the gradients torch computes: leaves that require grad
+    and reach the output); ``grad_types`` (only their None-ness and shapes);
+    ``none`` (every leaf's gradient is None exactly where torch's is); ``dtypes``
+    (a gradient has its tensor's dtype). Leaves torch leaves None are judged by
+    ``none`` alone: whether they read None or zeros is the requires_grad concept's.
+    """
     if obs.error is not None:
         return Verdict("error", describe_error(obs.error))
     tol_for = _tolerances(program, tolerance)
@@ -273,7 +371,11 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
             got = obs.values[step.name]
             if isinstance(got, dict):
                 return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({got.get('not_tensor')})")
-            m = compare(got, expected.values[step.name], tol_for(step.op), f"value of {step.name}")
+            if obs.subclass("values", step.name):
+                return Verdict("mismatch", f"{step.name}.data is a {obs.subclass('values', step.name)}, expected a "
+                                           "plain torch.Tensor")
+            want = expected.values[step.name]
+            m = compare(as_zero_d(got, want), want, tol_for(obs.dtype("values", step.name)), f"value of {step.name}")
             if m is not None:
                 return Verdict("mismatch", m.message, m)
     if "requires_grad" in parts:
@@ -284,37 +386,50 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
                                f"{step.name}.requires_grad is {obs.requires_grad[step.name]!r}, expected "
                                f"{expected.requires_grad[step.name]!r}: a result requires grad exactly when one of "
                                f"its inputs ({inputs}) does")
-    if "grads" in parts or "grad_types" in parts:
-        for leaf in program.leaves:
-            if leaf.raw:
-                continue
-            got = obs.grads.get(leaf.name)
-            if isinstance(got, dict):
-                return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor")
-            exp = expected.grads[leaf.name]
-            raw = obs.raw.get("grads", {}).get(leaf.name) or {}
-            if isinstance(raw, dict) and raw.get("subclass"):
-                return Verdict("mismatch", f"{leaf.name}.grad is a {raw['subclass']}, expected a plain torch.Tensor")
-            if "grads" in parts:
-                m = compare(got, exp, tol_for(None), f"{leaf.name}.grad")
-            else:
-                m = compare(got, exp, Tolerance(float("inf"), float("inf")), f"{leaf.name}.grad") if (
-                    got is None or exp is None or tuple(got.shape) != tuple(exp.shape)) else None
+    for leaf in program.leaves:
+        if leaf.raw:
+            continue
+        want = expected.grads[leaf.name]
+        if want is None and "none" not in parts:
+            continue
+        got = obs.grads.get(leaf.name)
+        if isinstance(got, dict):
+            return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor")
+        if obs.subclass("grads", leaf.name):
+            return Verdict("mismatch", f"{leaf.name}.grad is a {obs.subclass('grads', leaf.name)}, expected a plain "
+                                       "torch.Tensor")
+        if "none" in parts and (got is None) != (want is None):
+            m = compare(got, want, DEFAULT_TOLERANCE, f"{leaf.name}.grad")
+            return Verdict("mismatch", m.message, m)
+        if want is None:
+            continue
+        got = as_zero_d(got, want)
+        if "grads" in parts or "grad_types" in parts:
+            loose = Tolerance(float("inf"), float("inf"))
+            m = compare(got, want, tol_for(obs.dtype("grads", leaf.name)) if "grads" in parts else loose,
+                        f"{leaf.name}.grad")
+            if m is not None and ("grads" in parts or m.kind in ("none", "shape")):
+                return Verdict("mismatch", m.message, m)
+        if "dtypes" in parts and got is not None:
+            grad_dtype, data_dtype = obs.dtype("grads", leaf.name), obs.dtype("leaf_data", leaf.name)
+            m = dtype_mismatch(grad_dtype, data_dtype, f"{leaf.name}.grad") if grad_dtype and data_dtype else None
             if m is not None:
                 return Verdict("mismatch", m.message, m)
     return None
 
 
 def _tolerances(program: Program, override: Tolerance | None):
+    """Tolerance for a value of a given dtype: the program's, loosened to float32's for float32 results.
+
+    Storing float64 inputs as float32 is a convention deviation, charged by ``core.conventions`` only.
+    """
     float32 = any(leaf.value.dtype == torch.float32 for leaf in program.leaves if not leaf.raw)
     transcendental = any(step.spec.transcendental for step in program.steps)
+    base = override or (tolerance_for(torch.float32, transcendental) if float32 else DEFAULT_TOLERANCE)
+    single = looser(base, tolerance_for(torch.float32, transcendental))
 
-    def pick(op_name: str | None) -> Tolerance:
-        if override is not None:
-            return override
-        if not float32:
-            return DEFAULT_TOLERANCE
-        return tolerance_for(torch.float32, transcendental)
+    def pick(dtype: str | None) -> Tolerance:
+        return single if dtype == "float32" else base
 
     return pick
 

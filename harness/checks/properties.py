@@ -1,27 +1,37 @@
 """Property checks: random graphs compared with torch, shrunk to the smallest failure.
 
-Hypothesis draws programs from ``strategies.op_graphs`` over the ops a
-candidate has; each is run in the worker and judged here against torch. A
-failure is shrunk to the smallest graph and shown as a runnable snippet.
-The run is deterministic: a fixed seed, no example database.
+Each check first runs a fixed list of small programs, one per situation it
+must cover (a reused leaf, a diamond, a non-square product, a broadcast
+leading axis, ...), so every seed sees each of them; then hypothesis draws
+programs from ``strategies.op_graphs`` over the ops a candidate has. Each
+program is run in the worker and judged here against torch on values and
+on the gradients torch computes (requires_grad and None-ness are other
+checks' concepts). A random failure is shrunk to the smallest graph and
+shown as a runnable snippet. The run is deterministic: a fixed seed, no
+example database.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 # Hypothesis is thread-safe (since 6.136), so the grader's two lanes may both search.
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import given, seed
 from hypothesis.errors import Flaky, HypothesisException
 
-from harness.checks.targeted import CORE_MEMBERS, check
-from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, Observation,
-                                    Verdict, judge)
-from harness.ops import OPS, ops_for_level
-from harness.program import Program
+import torch
 
-__all__ = ["find_counterexample", "Counterexample"]
+from harness.checks.examples import drawn_programs, search_settings
+from harness.checks.targeted import CORE_MEMBERS, check
+from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
+                                    NotAttempted, Observation, Verdict, judge)
+from harness.ops import OPS, ops_for_level
+from harness.program import Leaf, Program, Step
+
+__all__ = ["find_counterexample", "Counterexample", "CORE_SITUATIONS", "BROADCAST_SITUATIONS", "situations_for"]
 
 EXAMPLES = {"core": 1.0, "followups": 0.3, "extensions": 0.3, "op": 0.05}
 """Share of ``--max-examples`` each property check draws."""
@@ -31,23 +41,54 @@ class _Found(Exception):
     pass
 
 
+Situations = Sequence[tuple[str, Program]]
+"""(situation, program): a fixed example a property check runs before its random search."""
+
+
 @dataclass(frozen=True)
 class Counterexample:
     program: Program
     verdict: Verdict
     observation: Observation | None = None
+    situation: str | None = None
+    """The situation of the fixed example that failed; None for a random (shrunk) one."""
 
 
-def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int) -> Counterexample | None:
-    """Search for a program the candidate gets wrong; the last failure seen is the shrunk one."""
+def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int,
+                        fixed: Situations = (), key: str | None = None) -> Counterexample | None:
+    """A program the candidate gets wrong: the first failing fixed example, else the shrunk random one.
+
+    The fixed examples run first, in order, at every seed; the random search runs only
+    when they all pass, and the last failure it sees is the shrunk one. With ``key``
+    (which names the strategy), the programs the search would draw are taken from
+    ``examples`` and run in a few batched requests; hypothesis searches (and shrinks)
+    only when one of them fails, or when a batch could not be judged.
+    """
+    if fixed:
+        batch = _first_failure(ctx, [program for _, program in fixed])
+        if batch is _UNKNOWN:
+            for situation, program in fixed:
+                verdict, observation = _verdict(ctx, program)
+                if verdict is not None:
+                    return Counterexample(program, verdict, observation, situation)
+        elif batch is not _PASSED:
+            index, verdict, observation = batch
+            return Counterexample(fixed[index][1], verdict, observation, fixed[index][0])
+    unshrunk: Counterexample | None = None
+    if key is not None:
+        programs = drawn_programs(key, strategy, max_examples, seed_value)
+        batch = _first_failure(ctx, programs)
+        if batch is _PASSED:
+            return None
+        if batch is not _UNKNOWN:
+            index, verdict, observation = batch
+            unshrunk = Counterexample(programs[index], verdict, observation)
     last: dict[str, Counterexample] = {}
     # After a timeout every further example would wait out its own limit: the search
     # stops, and the example that hung is the one reported (unshrunk).
     stopped: list[bool] = []
 
-    @settings(max_examples=max(1, max_examples), database=None, deadline=None, derandomize=False,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, verbosity=Verbosity.quiet,
-              phases=(Phase.generate, Phase.shrink), print_blob=False)
+    @search_settings(max_examples)
     @seed(seed_value)
     @given(strategy)
     def prop(program: Program) -> None:
@@ -65,9 +106,32 @@ def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_
     except (_Found, Flaky):
         pass
     except HypothesisException:
-        if "found" not in last:
+        if "found" not in last and unshrunk is None:
             raise
-    return last.get("found")
+    # The search draws what the batch ran, so it finds the same failure and shrinks it;
+    # should it not (another hypothesis drawing otherwise), the batch's failure stands as found.
+    return last.get("found") or unshrunk
+
+
+_PASSED, _UNKNOWN = object(), object()
+_BATCH = 40
+"""Programs per batched request: replies stay far below the channel's limits."""
+
+
+def _first_failure(ctx: Context, programs: Sequence[Program]) -> Any:
+    """The first of ``programs`` the candidate gets wrong as (index, verdict, observation); ``_PASSED`` when
+    none; ``_UNKNOWN`` when a batch itself failed (it hung or the worker died), which one-by-one runs must settle."""
+    for start in range(0, len(programs), _BATCH):
+        chunk = programs[start:start + _BATCH]
+        try:
+            observations = ctx.run_many(chunk, timeout=5.0 + 0.1 * len(chunk))
+        except (CandidateTimeout, CandidateError):
+            return _UNKNOWN
+        for offset, (program, observation) in enumerate(zip(chunk, observations)):
+            verdict = judge(program, observation, program.run_torch(), DEFAULT_PARTS)
+            if verdict is not None:
+                return start + offset, verdict, observation
+    return _PASSED
 
 
 def _verdict(ctx: Context, program: Program) -> tuple[Verdict | None, Observation | None]:
@@ -77,7 +141,7 @@ def _verdict(ctx: Context, program: Program) -> tuple[Verdict | None, Observatio
         return Verdict("timeout", exc.message), None
     except CandidateError as exc:
         return Verdict("error", exc.message), None
-    return judge(program, obs, program.run_torch(), ("error", "values", "requires_grad", "grads")), obs
+    return judge(program, obs, program.run_torch(), DEFAULT_PARTS), obs
 
 
 def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
@@ -88,19 +152,89 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
                                                                                         ctx.class_name)}
     if verdict.mismatch is not None:
         details["worst"] = verdict.mismatch.to_dict()
-    message = f"smallest failing graph: {program.expression()} -> {verdict.message}"
+    what = f"failing graph ({found.situation})" if found.situation else "smallest failing graph"
+    message = f"{what}: {program.expression()} -> {verdict.message}"
     evidence = Evidence(program, found.observation, program.run_torch())
     if verdict.kind in ("error", "timeout"):
         raise CandidateError(message, **details).with_evidence(evidence)
     raise Failed(message, **details).with_evidence(evidence)
 
 
-def _search(ctx: Context, ops: Sequence[str], share: str, **strategy_options: Any) -> None:
+def _search(ctx: Context, ops: Sequence[str], share: str, fixed: Situations = (), **strategy_options: Any) -> None:
     from harness.checks.strategies import op_graphs
 
     found = find_counterexample(ctx, op_graphs(ops=list(ops), **strategy_options),
-                                max_examples=round(ctx.max_examples * EXAMPLES[share]), seed_value=ctx.seed)
+                                max_examples=_examples(ctx.max_examples, share), seed_value=ctx.seed,
+                                fixed=fixed, key=_strategy_key(ops, strategy_options))
     _raise(ctx, found, share)
+
+
+def _examples(max_examples: int, share: str) -> int:
+    return round(max_examples * EXAMPLES[share])
+
+
+def _strategy_key(ops: Sequence[str], options: dict[str, Any]) -> str:
+    return "op_graphs " + json.dumps({"ops": list(ops), **options}, sort_keys=True)
+
+
+# ---- the situations each check covers at every seed --------------------------------
+
+
+def _program(leaves: dict[str, tuple[list, bool]], steps: list[tuple[str, str, tuple]]) -> Program:
+    built = tuple(Step(name, op, args) for name, op, args in steps)
+    return Program(tuple(Leaf(n, torch.tensor(v, dtype=torch.float64), rg) for n, (v, rg) in leaves.items()),
+                   built, built[-1].name)
+
+
+_M = [[1.0, -2.0], [3.0, 1.0]]  # square, not symmetric: a flipped transpose shows
+_R = [[1.0, -2.0, 3.0], [2.0, 0.0, -1.0]]  # a zero and negatives in front of relu
+_R2 = [[2.0, 1.0, -1.0], [-3.0, 2.0, 1.0]]
+_S = [[2.0, 1.0], [-1.0, 3.0], [0.0, -2.0]]
+
+CORE_SITUATIONS: Situations = (
+    ("a leaf used twice by one op", _program({"x0": (_M, True)}, [
+        ("x1", "add", ("x0", "x0")), ("x2", "sum", ("x1",))])),
+    ("a leaf used by two ops", _program({"x0": (_R, True), "x1": (_R2, True)}, [
+        ("x2", "mul", ("x0", "x1")), ("x3", "add", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a shared intermediate (a diamond)", _program({"x0": (_M, True)}, [
+        ("x1", "add", ("x0", "x0")), ("x2", "add", ("x1", "x1")), ("x3", "sum", ("x2",))])),
+    ("paths of different lengths to one node", _program({"x0": (_M, True)}, [
+        ("x1", "mul", ("x0", "x0")), ("x2", "mul", ("x1", "x0")), ("x3", "add", ("x1", "x2")),
+        ("x4", "add", ("x3", "x0")), ("x5", "sum", ("x4",))])),
+    ("a non-square matmul", _program({"x0": (_R, True), "x1": (_S, True)}, [
+        ("x2", "matmul", ("x0", "x1")), ("x3", "sum", ("x2",))])),
+    ("a square non-symmetric matrix times itself", _program({"x0": (_M, True)}, [
+        ("x1", "matmul", ("x0", "x0")), ("x2", "sum", ("x1",))])),
+    ("relu at zero and below", _program({"x0": (_R, True), "x1": (_R2, True)}, [
+        ("x2", "relu", ("x0",)), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
+    ("a leaf that does not require grad", _program({"x0": (_R, True), "x1": (_R2, False)}, [
+        ("x2", "mul", ("x0", "x1")), ("x3", "sum", ("x2",))])),
+    ("sum of a matrix", _program({"x0": (_R, True)}, [("x1", "sum", ("x0",))])),
+)
+"""What ``core.properties`` covers before its random search, with integer values."""
+
+BROADCAST_SITUATIONS: Situations = (
+    ("a row broadcast over the leading axis", _program({"x0": (_R, True), "x1": ([0.5, -1.0, 2.0], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a column broadcast over a size-1 axis", _program({"x0": (_R, True), "x1": ([[2.0], [-1.0]], True)}, [
+        ("x2", "mul", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a (1, m) row", _program({"x0": (_R, True), "x1": ([[1.0, -1.0, 3.0]], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("a 0-d tensor", _program({"x0": (_R, True), "x1": (1.5, True)}, [
+        ("x2", "mul", ("x1", "x0")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
+    ("both operands broadcast", _program({"x0": ([[2.0], [-1.0]], True), "x1": ([[1.0, -1.0, 3.0]], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
+    ("a broadcast operand used twice", _program({"x0": (_R, True), "x1": ([0.5, -1.0, 2.0], True)}, [
+        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
+)
+"""What ``followups.properties`` covers before its random search."""
+
+
+def situations_for(ops: Sequence[str]) -> list[tuple[str, Program]]:
+    """The fixed programs around each op of ``ops`` (see ``strategies.op_situations``), named by op."""
+    from harness.checks.strategies import op_situations
+
+    return [(f"{name}: {situation}", program) for name in ops for situation, program in op_situations(name)]
 
 
 _CORE_OPS = [spec.name for spec in ops_for_level("core")]
@@ -112,7 +246,7 @@ def random_core_graphs(ctx: Context) -> None:
 
     Shrunk to the smallest graph that breaks: run the snippet and compare with torch step by step.
     """
-    _search(ctx, _CORE_OPS, "core", integer_values=True)
+    _search(ctx, _CORE_OPS, "core", CORE_SITUATIONS, integer_values=True)
 
 
 @check("followups.properties", "followups", "broadcasting", requires=CORE_MEMBERS | {"feature:broadcasting"},
@@ -122,7 +256,7 @@ def random_broadcast_graphs(ctx: Context) -> None:
 
     Every operand's gradient must be summed back to that operand's own shape.
     """
-    _search(ctx, _CORE_OPS, "followups", integer_values=True, broadcasting=True)
+    _search(ctx, _CORE_OPS, "followups", BROADCAST_SITUATIONS, integer_values=True, broadcasting=True)
 
 
 @check("extensions.properties", "extensions", "properties", requires=CORE_MEMBERS, timeout=120.0, cost=1.0)
@@ -134,14 +268,15 @@ def random_extension_graphs(ctx: Context) -> None:
     present = [name for name, spec in OPS.items() if spec.level == "extensions" and spec.member in ctx.members]
     if not present:
         raise NotAttempted(f"{ctx.class_name} has none of the extension ops")
-    _search(ctx, _CORE_OPS + present, "extensions", integer_values=False)
+    _search(ctx, _CORE_OPS + present, "extensions", situations_for(present), integer_values=False)
 
 
 def _op_check(name: str) -> None:
     spec = OPS[name]
 
     def run(ctx: Context) -> None:
-        _search(ctx, [name, "mul", "sum"], "op", integer_values=not spec.transcendental)
+        _search(ctx, [name, "mul", "sum"], "op", situations_for([name]), integer_values=not spec.transcendental,
+                focus=name)
 
     run.__doc__ = f"{name} matches torch in value and gradient on random graphs.\n\n{spec.doc}"
     check(f"extensions.op.{name}", "extensions", spec.concept, requires=CORE_MEMBERS | {spec.member},
@@ -151,3 +286,20 @@ def _op_check(name: str) -> None:
 for _name, _spec in OPS.items():
     if _spec.level == "extensions":
         _op_check(_name)
+
+
+def default_searches(max_examples: int = 200, seed_value: int = 0) -> list[tuple[str, Any, int, int]]:
+    """Every random search a grade with these settings runs on an engine with every op: (key, strategy
+    factory, examples, seed), for ``examples`` to draw ahead of time and ship."""
+    from harness.checks.strategies import op_graphs
+
+    every_extension = [name for name, spec in OPS.items() if spec.level == "extensions"]
+    searches: list[tuple[Sequence[str], str, dict[str, Any]]] = [
+        (_CORE_OPS, "core", {"integer_values": True}),
+        (_CORE_OPS, "followups", {"integer_values": True, "broadcasting": True}),
+        (_CORE_OPS + every_extension, "extensions", {"integer_values": False}),
+    ]
+    searches += [([name, "mul", "sum"], "op", {"integer_values": not OPS[name].transcendental, "focus": name})
+                 for name in every_extension]
+    return [(_strategy_key(ops, options), functools.partial(op_graphs, ops=list(ops), **options),
+             _examples(max_examples, share), seed_value) for ops, share, options in searches]

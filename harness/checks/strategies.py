@@ -9,6 +9,11 @@ bug, ``x2 = x0 + x0; x3 = x2 + x2`` of a missing topological order. A step
 whose operands the op rejects is skipped rather than redrawn, so a shrink
 never has to find a new valid draw.
 
+``focus="X"`` builds every program around op X: when the plan leaves X off
+the path to the output, a valid X step is appended on top of it, and a draw
+where no X step is valid at all (values shrunk out of X's domain) is
+rejected, so a shrunk counterexample of an op check always contains its op.
+
 What the strategy knows about an op comes from its ``OpSpec`` and from
 probing ``check_operands`` with small tensors: whether it needs 4-D inputs,
 whether it maps integers to integers, which slots take int64 indices. Adding
@@ -18,6 +23,7 @@ an op to the table needs no change here unless it has a new kind of param.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Sequence
@@ -29,7 +35,7 @@ from hypothesis import strategies as st
 from harness.ops import INDEX, LEVELS, OPS, TENSOR, OpSpec, broadcast_shape, check_operands, needs_broadcasting, op
 from harness.program import Leaf, Program, Step
 
-__all__ = ["op_graphs", "programs_for_level"]
+__all__ = ["op_graphs", "programs_for_level", "reaches_output", "op_situations"]
 
 MAX_LEAVES: Final = 4
 MAX_MAGNITUDE: Final = 1e4
@@ -78,6 +84,7 @@ def op_graphs(
     broadcasting: bool = False,
     numbers: bool = False,
     integer_values: bool = True,
+    focus: str | None = None,
 ) -> Program:
     """Valid programs over ``ops`` (names from the op table), at most ``max_steps`` ops deep.
 
@@ -93,8 +100,9 @@ def op_graphs(
     Steps: each picks an op and its operands among earlier nodes by index modulo
     their count; invalid picks, broadcasts the caller did not ask for, huge values
     and non-smooth ops sitting on an inexact kink are skipped. The output is the
-    last step; a non-scalar output is summed when ``"sum"`` is allowed, otherwise
-    gets a random upstream gradient.
+    last step; an output that is not 0-d is summed when ``"sum"`` is allowed (so the
+    root is 0-d, as torch's sum gives), otherwise gets a random upstream gradient.
+    With ``focus`` (one of ``ops``), that op is always on a path to the output.
 
     Shrinking: fewer steps and leaves, op picks towards ``ops[0]``, operand picks
     towards ``x0`` and then the most recent node, dims towards 1, values towards
@@ -103,6 +111,8 @@ def op_graphs(
     specs = _usable_specs(tuple(ops))
     if not specs:
         raise ValueError(f"none of {list(ops)!r} can be generated")
+    if focus is not None and focus not in {spec.name for spec in specs}:
+        raise ValueError(f"focus {focus!r} is not one of the ops {list(ops)!r}")
     if max_steps < 1:
         raise ValueError("max_steps must be at least 1")
     probes = {spec.name: _probe(spec.name) for spec in specs}
@@ -146,6 +156,14 @@ def op_graphs(
             step, node = made
             steps.append(step)
             nodes.append(node)
+    if focus is not None and not reaches_output(steps, focus):
+        # The focus op goes on top of what was drawn (its latest node first), so the
+        # rest of the graph still feeds the output through it.
+        made = _first_valid_step([op(focus)], probes, nodes, broadcasting, len(leaves) + len(steps))
+        assume(made is not None)  # every operand is outside the op's domain: not an example of this op
+        step, node = made
+        steps.append(step)
+        nodes.append(node)
     if not steps:
         # Every drawn step was invalid: take the first valid one in a fixed order instead,
         # so rarely valid ops (conv2d, cross_entropy) still appear.
@@ -157,11 +175,11 @@ def op_graphs(
 
     output = nodes[-1]
     upstream = None
-    if output.value.numel() != 1:
+    if output.value.dim() != 0:
         total = _sum_step(specs, output, len(leaves) + len(steps))
         if total is not None:
             steps.append(total)
-        else:
+        elif output.value.numel() != 1:
             upstream = draw(_upstreams(tuple(output.value.shape), integer_values))
     return Program(tuple(leaves), tuple(steps), steps[-1].name, upstream)
 
@@ -293,11 +311,26 @@ def _accept(spec: OpSpec, probe: _Probe, args: list[_Node | float | int], operan
     return Step(name, spec.name, names, tuple(params.items())), _Node(name, result.detach(), exact)
 
 
+def reaches_output(steps: Sequence[Step], op_name: str) -> bool:
+    """Whether a step of ``op_name`` lies on a path to the output (the last step)."""
+    if not steps:
+        return False
+    needed = {steps[-1].name}
+    for step in reversed(steps):
+        if step.name in needed:
+            if step.op == op_name:
+                return True
+            needed.update(a for a in step.args if isinstance(a, str))
+    return False
+
+
 def _first_valid_step(specs: Sequence[OpSpec], probes: dict[str, _Probe], nodes: list[_Node],
                       broadcasting: bool, index: int) -> tuple[Step, _Node] | None:
+    # Picks 1, 0, 2, 3, ...: the latest node first, then x0, then the others.
+    picks = [1, 0, *range(2, len(nodes))] if len(nodes) > 1 else [0]
     for spec in specs:
-        for i in range(len(nodes)):
-            for j in range(len(nodes)):
+        for i in picks:
+            for j in picks:
                 for variant in range(2):
                     made = _make_step(spec, probes[spec.name], nodes, (i, j), variant, False, broadcasting, index)
                     if made is not None:
@@ -359,6 +392,72 @@ def _gradients(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any]) ->
     out = spec.apply_torch(inputs, params)
     grads = torch.autograd.grad(out, leaves, torch.ones_like(out), allow_unused=True)
     return [torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads)]
+
+
+# ---- fixed programs around one op -----------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)  # fixed values: the same programs for every grade
+def op_situations(name: str) -> tuple[tuple[str, Program], ...]:
+    """Small fixed programs around op ``name``, each named by the situation it covers.
+
+    The op on leaves, its result used twice (an upstream gradient that is not all
+    ones), and its first input also used outside it (a contribution to add up). The
+    leaves are fixed values inside the op's domain, so a property check can run
+    these before any random search: every op check sees each situation at any seed.
+    """
+    spec = op(name)
+    made = _operands_for(spec)
+    if made is None:
+        return ()
+    operands, params = made
+    leaves, names = [], []
+    for i, value in enumerate(operands):
+        if isinstance(value, torch.Tensor):
+            leaves.append(Leaf(f"x{i}", value, value.is_floating_point()))
+            names.append(f"x{i}")
+        else:
+            names.append(value)
+    z = Step("z", name, tuple(names), tuple(params.items()))
+    first = next(n for n, v in zip(names, operands) if isinstance(v, torch.Tensor) and v.is_floating_point())
+    built = [
+        ("the op on leaves", [z, Step("y", "sum", ("z",))]),
+        ("its result used twice", [z, Step("w", "mul", ("z", "z")), Step("y", "sum", ("w",))]),
+        ("its input also used outside it", [z, Step("s", "sum", ("z",)), Step("t", "sum", (first,)),
+                                            Step("y", "mul", ("s", "t"))]),
+    ]
+    return tuple((situation, Program(tuple(leaves), tuple(steps), "y")) for situation, steps in built)
+
+
+def _fixed_leaves(n: int = 2, m: int = 3) -> list[torch.Tensor]:
+    """Deterministic leaf values: mixed-sign and positive, distinct, no zeros, in the shapes ops need."""
+    out = []
+    for shape in [(n, m), (m, n), (n, n), (m, m), (n, m, *_IMAGE_HW), (n, m, 2, 2)]:
+        size = math.prod(shape)
+        steps = torch.arange(size, dtype=torch.float64)
+        out.append(((steps - size // 2) * 0.75 + 0.25).reshape(shape))   # mixed signs, never 0
+        out.append(((steps + 1) * 0.5).reshape(shape))                   # positive
+    return out
+
+
+def _operands_for(spec: OpSpec) -> tuple[list[Any], dict[str, Any]] | None:
+    """The first valid operands for ``spec`` among the fixed leaves (and int64 ids for index slots)."""
+    pool = _fixed_leaves()
+    ids = torch.tensor([2, 0], dtype=torch.int64)
+    choices = [[ids] if kind == INDEX else pool for kind in spec.slots]
+    # Distinct operands first: x0 * x1 with x0 == x1 would hide a swapped operand.
+    combos = sorted(itertools.product(*choices), key=lambda c: len({id(x) for x in c}) < len(c))
+    for combo in combos:
+        operands = list(combo)
+        params = _params(spec, operands, 0)
+        if params is None or check_operands(spec, operands, params) is not None:
+            continue
+        if needs_broadcasting(spec, operands):
+            continue
+        result = spec.apply_torch(operands, params)
+        if bool(torch.isfinite(result).all()) and not _broadcasts_implicitly(spec, operands, params, result):
+            return operands, params
+    return None
 
 
 # ---- params --------------------------------------------------------------------

@@ -8,17 +8,21 @@ or ``CandidateTimeout`` (the candidate's code raised, died or hung).
 
 from __future__ import annotations
 
-import time
+import functools
+import math
 from dataclasses import dataclass
-from typing import Callable, Final
+from typing import Callable, Final, Sequence
 
 import torch
 
-from harness.checks.context import CandidateError, CandidateTimeout, Context, Failed, describe_error
+from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, Observation,
+                                    describe_error, judge)
+from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import ops_for_level
 from harness.program import Leaf, Program, Step
 
-__all__ = ["CheckSpec", "CHECKS", "check"]
+__all__ = ["CheckSpec", "CHECKS", "check", "Growth", "measure_growth", "wide_graph", "stacked_diamonds",
+           "every_path", "ORDER_GRAPHS"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ def _program(leaves: dict[str, tuple[torch.Tensor, bool]], steps: list[tuple[str
 _A = _t([[1.0, -2.0, 3.0], [0.5, 2.0, -1.0]])
 _B = _t([[2.0, 1.0, -1.0], [-3.0, 0.5, 2.0]])
 _SQUARE = _t([[1.0, 2.0, 0.0], [-1.0, 3.0, 1.0], [2.0, -2.0, 1.0]])  # not symmetric: a flipped transpose shows
+_SYMMETRIC = _t([[1.0, 2.0, -1.0], [2.0, 3.0, 0.5], [-1.0, 0.5, 2.0]])  # a flipped transpose cannot show
 
 
 # ---- core --------------------------------------------------------------------------
@@ -102,30 +107,78 @@ def grad_stays_none(ctx: Context) -> None:
     p = _program({"a": (_A, True), "b": (_B, False), "w": (_SQUARE, False)}, [
         ("p", "mul", ["a", "b"]), ("r", "matmul", ["p", "w"]), ("y", "sum", ["r"]),
     ])
-    obs = ctx.run(p)
-    if obs.error is not None:
-        raise CandidateError(describe_error(obs.error), graph=p.expression())
-    for name in ("b", "w"):
-        if obs.grads.get(name) is not None:
-            raise Failed(f"{name} does not require grad, but {name}.grad was set after backward", graph=p.expression(),
-                         snippet=p.snippet(ctx.module_name, ctx.class_name))
-    ctx.expect(p, parts=("grads",))
+    # None-ness only: the values of a's gradient are the other checks' business.
+    ctx.expect(p, parts=("error", "none"))
 
 
 @check("core.grad_types", "core", "shapes", requires=CORE_MEMBERS)
 def grads_have_shapes(ctx: Context) -> None:
-    """Every gradient is a plain torch tensor with its own tensor's shape.
+    """Every gradient is a plain torch tensor with its own tensor's shape and dtype.
 
-    A gradient must have exactly the shape of the tensor it belongs to; sum's backward must expand.
+    A gradient must have exactly the shape and dtype of the tensor it belongs to; sum's backward must expand.
     """
+    parts = ("error", "grad_types", "dtypes")
     p = _program({"x": (_A, True), "w": (_t([[1.0, 0.0, -1.0, 2.0]] * 3) + _SQUARE[:, :1], True),
                   "b": (_t([[0.5, -0.5, 1.0, 2.0], [1.0, 1.0, -2.0, 0.0]]), True)}, [
         ("h", "matmul", ["x", "w"]), ("bb", "mul", ["b", "b"]), ("z", "add", ["h", "bb"]),
         ("r", "relu", ["z"]), ("y", "sum", ["r"]),
     ])
-    ctx.expect(p, parts=("error", "grad_types"))
+    ctx.expect(p, parts=parts)
     q = _program({"x": (_A, True)}, [("y", "sum", ["x"])])
-    ctx.expect(q, parts=("error", "grad_types"))
+    ctx.expect(q, parts=parts)
+    single = _program({"x": (_A.float(), True), "w": (_SQUARE.float(), True)},
+                      [("h", "matmul", ["x", "w"]), ("k", "add", ["h", "x"]), ("y", "sum", ["k"])])
+    ctx.expect(single, parts=parts)
+
+
+@check("core.conventions", "core", "conventions", requires=CORE_MEMBERS)
+def torch_conventions(ctx: Context) -> None:
+    """Results follow torch's conventions: sum is 0-d, float64 stays float64, any one-element output backpropagates.
+
+    Torch's sum() returns a 0-d tensor (shape ()), keeps the dtype it is given, and backward() accepts every
+    one-element output (seed it with ones of the output's own shape). The other checks forgive these; this one
+    does not.
+    """
+    found: list[str] = []
+    evidence: list[Evidence] = []
+    summed = _program({"x": (_A, True)}, [("y", "sum", ["x"])])
+    obs = _run_plain(ctx, summed)
+    got = obs.values.get("y")
+    if isinstance(got, torch.Tensor) and got.dim() != 0:
+        found.append(f"x.sum() has shape {tuple(got.shape)}, torch gives a 0-d tensor (shape ())")
+        evidence.append(Evidence(summed, obs, summed.run_torch()))
+    stored = {obs.dtype("leaf_data", "x"), obs.dtype("values", "y")} - {None, "float64"}
+    if stored:
+        found.append(f"Tensor(float64 data) holds {', '.join(sorted(stored))}: keep the dtype you are given "
+                     "(torch does), or every result loses precision")
+        evidence.append(Evidence(summed, obs, summed.run_torch()))
+    # A (1, 3) @ (3, 1) product is one element but not 0-d: torch's backward() accepts it as the root,
+    # and @'s backward needs the root gradient in the output's own shape.
+    row, column = _t([[1.0, -2.0, 0.5]]), _t([[2.0], [1.0], [-1.0]])
+    rooted = _program({"r": (row, True), "c": (column, True)}, [("y", "matmul", ["r", "c"])])
+    expected = rooted.run_torch()
+    obs = _run_plain(ctx, rooted, allow_error=True)
+    if obs.error is not None:
+        found.append(f"backward() on a one-element output of shape (1, 1) raised {describe_error(obs.error)}; "
+                     "torch accepts any one-element output")
+        evidence.append(Evidence(rooted, obs, expected))
+    else:
+        verdict = judge(rooted, obs, expected, ("grads",))
+        if verdict is not None:
+            found.append(f"with a one-element output of shape (1, 1): {verdict.message} (seed backward with ones "
+                         "of the output's own shape)")
+            evidence.append(Evidence(rooted, obs, expected))
+    if found:
+        raise Failed("; ".join(found), graph=evidence[0].program.expression(),
+                     snippet=evidence[0].program.snippet(ctx.module_name, ctx.class_name)).with_evidence(evidence[0])
+
+
+def _run_plain(ctx: Context, program: Program, allow_error: bool = False) -> Observation:
+    obs = ctx.run(program)
+    if obs.error is not None and not allow_error:
+        raise CandidateError(describe_error(obs.error), graph=program.expression()).with_evidence(
+            Evidence(program, obs, program.run_torch()))
+    return obs
 
 
 @check("core.accumulation", "core", "accumulation", requires=CORE_MEMBERS)
@@ -134,12 +187,14 @@ def reuse_accumulates(ctx: Context) -> None:
 
     When a tensor feeds several operations (or both sides of one), add up every contribution with +=.
     """
+    # Every product here multiplies a tensor by itself (a symmetric matrix for @), so a
+    # rule that swaps operands or transposes the wrong side is other checks' concern.
     cases = [
         _program({"a": (_A, True)}, [("s", "mul", ["a", "a"]), ("y", "sum", ["s"])]),
         _program({"a": (_A, True)}, [("s", "add", ["a", "a"]), ("y", "sum", ["s"])]),
-        _program({"x": (_SQUARE, True)}, [("s", "matmul", ["x", "x"]), ("y", "sum", ["s"])]),
+        _program({"x": (_SYMMETRIC, True)}, [("s", "matmul", ["x", "x"]), ("y", "sum", ["s"])]),
         _program({"a": (_A, True), "b": (_B, True)}, [
-            ("p", "mul", ["a", "b"]), ("q", "add", ["a", "b"]), ("r", "relu", ["a"]),
+            ("p", "mul", ["a", "a"]), ("q", "add", ["a", "b"]), ("r", "relu", ["a"]),
             ("s", "add", ["p", "q"]), ("t", "add", ["s", "r"]), ("y", "sum", ["t"]),
         ]),
     ]
@@ -147,8 +202,8 @@ def reuse_accumulates(ctx: Context) -> None:
         ctx.expect(p, hint="the tensor used more than once must receive the sum of all contributions")
 
 
-def _diamonds(levels: int) -> Program:
-    """h -> (h + z, h + z) -> their sum, stacked: the gradient doubles per level."""
+def stacked_diamonds(levels: int) -> Program:
+    """h -> (h + z, h + z) -> their sum, stacked: the gradient doubles per level, the paths double too."""
     steps: list[tuple] = []
     h = "x"
     for i in range(levels):
@@ -158,6 +213,41 @@ def _diamonds(levels: int) -> Program:
     return _program({"x": (_t([1.0, -1.0]), True), "z": (_t([0.0, 0.0]), False)}, steps)
 
 
+def _mirrored(steps: list[tuple[str, str, list]]) -> list[tuple[str, str, list]]:
+    """The same graph with the operands of every + and * swapped: ``a + b`` becomes ``b + a``."""
+    return [(name, op, args[::-1] if op in ("add", "mul") else args) for name, op, args in steps]
+
+
+def _order_graphs() -> list[Program]:
+    """Graphs on which each wrong order gives a wrong gradient, whichever operand an engine visits first.
+
+    Breadth-first order, discovery order, depth-first pre-order and passing a gradient on
+    at its first arrival each break on ``every_depth`` in both operand orders; stacked
+    diamonds break all but breadth-first; uneven paths break each in one operand order.
+    """
+    x, w = _t([[1.0, -2.0], [0.5, 1.5]]), _t([[2.0, 0.5], [-1.0, 1.0]])
+    # Only +: a wrong rule for * or @ is other checks' concern, not this one's.
+    every_depth = [  # h0 is consumed at depths 1, 2, 3 and 4 from the output
+        ("h0", "add", ["w", "x"]), ("h1", "add", ["h0", "w"]), ("h2", "add", ["h1", "h0"]),
+        ("h3", "add", ["h2", "h0"]), ("h4", "add", ["h0", "h3"]), ("y", "sum", ["h4"]),
+    ]
+    uneven = [  # x reaches the output along paths of length 1, 2 and 3
+        ("a", "add", ["x", "x"]), ("b", "add", ["a", "x"]), ("c", "add", ["a", "b"]), ("d", "add", ["c", "x"]),
+        ("y", "sum", ["d"]),
+    ]
+    graphs = [stacked_diamonds(10)]
+    for steps, leaves in ((every_depth, {"x": (x, True), "w": (w, True)}), (uneven, {"x": (x, True)})):
+        graphs += [_program(leaves, steps), _program(leaves, _mirrored(steps))]
+    return graphs
+
+
+ORDER_GRAPHS: Final = _order_graphs()
+
+EVERY_PATH_LEVELS: Final = 40
+EVERY_PATH_TIMEOUT: Final = 3.0
+"""Seconds for 40 stacked diamonds (122 nodes): milliseconds for a reverse topological walk, never for 2^40 paths."""
+
+
 @check("core.order", "core", "order", requires=CORE_MEMBERS, timeout=20.0)
 def reverse_topological_order(ctx: Context) -> None:
     """Backward visits nodes in reverse topological order: each once, after all its consumers.
@@ -165,27 +255,34 @@ def reverse_topological_order(ctx: Context) -> None:
     Sort the graph topologically once, then walk it backwards, so a node passes its gradient on only when it
     is complete.
     """
-    small = _diamonds(10)
-    ctx.expect(small, timeout=10.0,
-               hint="a node's gradient was passed on before all its consumers had contributed")
-    deep = _diamonds(40)
-    started = time.perf_counter()
+    for program in ORDER_GRAPHS:
+        ctx.expect(program, hint="a node's gradient was passed on before all its consumers had contributed")
+    every_path(ctx)
+
+
+def every_path(ctx: Context, levels: int = EVERY_PATH_LEVELS, timeout: float = EVERY_PATH_TIMEOUT) -> None:
+    """Fail unless backward over ``levels`` stacked diamonds finishes: an engine that walks every path never does."""
+    deep = stacked_diamonds(levels)
+    nodes = len(deep.steps)
+    why = (f"it walks every path through the graph (2^{levels} of them) instead of visiting each node once in "
+           "reverse topological order")
     try:
-        obs = ctx.run(deep, timeout=5.0, observe="output")
+        obs = ctx.run(deep, timeout=timeout, observe="output", timed=True)
     except CandidateTimeout:
-        raise Failed("backward did not finish within 5 s on 40 stacked diamonds (122 nodes): it walks every path "
-                     "through the graph (2^40 of them) instead of visiting each node once in reverse "
-                     "topological order", graph="40 stacked diamonds: p = h + z; q = h + z; h = p + q") from None
-    elapsed = time.perf_counter() - started
+        raise Failed(f"backward did not finish within {timeout:g} s on {levels} stacked diamonds ({nodes} nodes): "
+                     f"{why}", graph=f"{levels} stacked diamonds: p = h + z; q = h + z; h = p + q"
+                     ).with_evidence(Evidence(deep, None, None)) from None
     if obs.error is not None:
-        raise CandidateError(describe_error(obs.error))
-    if elapsed > 1.0:
-        raise Failed(f"backward on 40 stacked diamonds (122 nodes) took {elapsed:.2f} s; a reverse topological "
-                     "walk takes milliseconds", seconds=elapsed)
+        raise CandidateError(describe_error(obs.error)).with_evidence(Evidence(deep, obs, None))
+    if obs.cpu_seconds is not None and obs.cpu_seconds > 1.0:
+        raise Failed(f"backward on {levels} stacked diamonds ({nodes} nodes) used {obs.cpu_seconds:.2f} s of CPU, "
+                     f"where a reverse topological walk takes milliseconds: {why}",
+                     cpu_seconds=obs.cpu_seconds).with_evidence(Evidence(deep, obs, None))
 
 
-def _wide_tree(width: int) -> Program:
-    """``width`` products of one leaf, summed pairwise: many nodes, depth ~log2(width)."""
+@functools.lru_cache(maxsize=8)  # programs are immutable, and building 16k steps costs more than running them
+def wide_graph(width: int) -> Program:
+    """``width`` sums ``x + x``, added up pairwise: about ``2 * width`` nodes, depth ~log2(width)."""
     steps: list[tuple] = [(f"t{i}", "add", ["x", "x"]) for i in range(width)]
     layer = [f"t{i}" for i in range(width)]
     depth = 0
@@ -203,33 +300,94 @@ def _wide_tree(width: int) -> Program:
     return _program({"x": (_t([1.0, 2.0]), True)}, steps)
 
 
-@check("core.linear_time", "core", "linearity", requires=CORE_MEMBERS, timeout=60.0, cost=1.0)
+GROWTH_WIDTHS: Final = (2048, 4096, 8192)
+"""Wide graphs of about 4k, 8k and 16k nodes: large enough that a quadratic walk dominates the run."""
+GROWTH_RUNS: Final = 3
+SUPERLINEAR_EXPONENT: Final = 1.5
+"""Fitted exponent above which growth is super-linear: a linear engine measures about 1.1 here, a quadratic one 1.8+."""
+MIN_EXCESS_SECONDS: Final = 0.3
+"""CPU seconds the largest graph must take beyond a linear extrapolation from the smallest, so that clock
+ticks (10 ms) and small engines' noise never decide a verdict."""
+_TICK: Final = 0.005
+
+
+@dataclass(frozen=True)
+class Growth:
+    """CPU time against graph size: the best of several runs per size, and the fitted exponent."""
+
+    points: tuple[tuple[int, float], ...]
+    """(nodes, best CPU seconds) per size, smallest first."""
+
+    @property
+    def exponent(self) -> float:
+        """Least-squares slope of log(time) against log(nodes): 1 is linear, 2 quadratic."""
+        xs = [math.log(n) for n, _ in self.points]
+        ys = [math.log(max(t, _TICK)) for _, t in self.points]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+    @property
+    def excess(self) -> float:
+        """Seconds the largest size took beyond the smallest size's time scaled linearly."""
+        (n0, t0), (n1, t1) = self.points[0], self.points[-1]
+        return t1 - t0 * n1 / n0
+
+    @property
+    def superlinear(self) -> bool:
+        return self.exponent > SUPERLINEAR_EXPONENT and self.excess > MIN_EXCESS_SECONDS
+
+
+def measure_growth(ctx: Context, programs: Sequence[Program], *, runs: int = GROWTH_RUNS,
+                   verify: Callable[[Program, Observation], None] | None = None) -> Growth:
+    """Time each program (ascending sizes) by the worker's CPU time, as measured by the kernel.
+
+    One run per size is enough to call growth linear: load can only add time. Growth that
+    looks super-linear is measured again, up to ``runs`` times per size, and judged on the
+    best time of each size.
+    """
+    best = [math.inf] * len(programs)
+    growth = Growth(())
+    for _ in range(runs):
+        for i, program in enumerate(programs):
+            obs = ctx.run(program, timeout=40.0, observe="output", guard=False, timed=True)
+            if verify is not None:
+                verify(program, obs)
+            if obs.cpu_seconds is not None and not math.isnan(obs.cpu_seconds):
+                best[i] = min(best[i], obs.cpu_seconds)
+        if any(math.isinf(t) for t in best):
+            return Growth(())  # the kernel's count was unavailable: no verdict either way
+        growth = Growth(tuple((len(p.steps), t) for p, t in zip(programs, best)))
+        if not growth.superlinear:
+            break
+    return growth
+
+
+def _verify_wide(program: Program, obs: Observation) -> None:
+    if obs.error is not None:
+        raise CandidateError(describe_error(obs.error)).with_evidence(Evidence(program, obs, None))
+    # Every x + x adds 2 to x's gradient (torch on 16k nodes would cost more than the run).
+    want = 2.0 * sum(step.args == ("x", "x") for step in program.steps)
+    grad = obs.grads.get("x")
+    if not isinstance(grad, torch.Tensor) or compare(grad, torch.full_like(program.leaf("x").value, want),
+                                                     DEFAULT_TOLERANCE, "x.grad"):
+        raise Failed(f"on a wide graph of {len(program.steps)} nodes x.grad is "
+                     f"{grad.tolist() if isinstance(grad, torch.Tensor) else grad}, expected {want:g} everywhere"
+                     ).with_evidence(Evidence(program, obs, None))
+
+
+@check("core.linear_time", "core", "linearity", requires=CORE_MEMBERS, timeout=90.0, cost=1.0)
 def backward_is_linear(ctx: Context) -> None:
     """Backward takes time linear in the size of the graph.
 
     Keep visited nodes in a set (keyed by id), not a list: membership tests must be O(1).
     """
-    timings = []
-    for width, runs in ((1024, 2), (8192, 1)):
-        program = _wide_tree(width)
-        expected_grad = 2.0 * width
-        best = float("inf")
-        for _ in range(runs):
-            obs = ctx.run(program, timeout=40.0, observe="output", guard=False)
-            if obs.error is not None:
-                raise CandidateError(describe_error(obs.error))
-            grad = obs.grads.get("x")
-            if not isinstance(grad, torch.Tensor) or not torch.allclose(grad, torch.full_like(grad, expected_grad)):
-                raise Failed(f"on a wide graph of {len(program.steps)} nodes x.grad is {grad}, expected "
-                             f"{expected_grad:g} everywhere")
-            best = min(best, float(obs.raw.get("backward_seconds", obs.seconds)))
-        timings.append((len(program.steps), best))
-    (n1, t1), (n2, t2) = timings
-    ratio = t2 / max(t1, 1e-3)
-    # Eight times the nodes: a linear backward takes about 8x as long, a quadratic one about 64x.
-    if ratio > 24 and t2 > 0.3:
-        raise Failed(f"backward over {n2} nodes took {t2:.2f} s against {t1:.3f} s for {n1}: {ratio:.0f}x the "
-                     "time for 8x the nodes, so backward is not linear in the graph's size", timings=timings)
+    growth = measure_growth(ctx, [wide_graph(w) for w in GROWTH_WIDTHS], verify=_verify_wide)
+    if growth.points and growth.superlinear:
+        (n0, t0), (n1, t1) = growth.points[0], growth.points[-1]
+        raise Failed(f"forward and backward over {n1} nodes used {t1:.2f} s of CPU against {t0:.3f} s for {n0}: "
+                     f"the time grows like n^{growth.exponent:.1f} (linear is n^1), so backward is not linear in "
+                     "the graph's size", cpu_seconds=[list(point) for point in growth.points]
+                     ).with_evidence(Evidence(wide_graph(GROWTH_WIDTHS[-1]), None, None))
 
 
 @check("core.inputs_unchanged", "core", "side_effects", requires=CORE_MEMBERS)

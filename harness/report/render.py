@@ -1,9 +1,23 @@
-"""Renderers: a Report in, a string out. They format; they never score."""
+"""Renderers: a Report in, a string out. They format; they never score.
+
+Text is for the candidate at a terminal and fits on a screen: a header, the
+integrity findings, "Fix first" (the root causes, each with its explanation,
+hint and one snippet), one line of counts per level, failures expanded (a
+failure that a root cause explains says so in one line instead of repeating
+its own hint), passes and not-attempted checks collapsed (``verbose`` lists
+every check), and a last line with the scores and the interview bar.
+
+Markdown is the interviewer's write-up: the summary, the root causes, a table
+of concepts, and the full table of checks folded away. Candidate text is
+escaped in every format (``safety``).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Callable
+import textwrap
+from collections import Counter
+from typing import Any, Callable, Final
 
 import click
 
@@ -11,101 +25,282 @@ from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.safety import markdown_fence, markdown_inline, printable
 
-__all__ = ["render_text", "render_json", "render_markdown", "RENDERERS"]
+__all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
 
-_MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "timeout": "TIME", "not_attempted": " -- ",
-          "skipped": "SKIP"}
-_COLOURS = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "not_attempted": "bright_black",
-            "skipped": "bright_black"}
+_MARKS: Final = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "timeout": "TIME", "not_attempted": " -- ",
+                 "skipped": "SKIP"}
+_COLOURS: Final = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow",
+                   "not_attempted": "bright_black", "skipped": "bright_black"}
+_FAILING: Final = ("failed", "error", "timeout")
+EXPANDED_PER_LEVEL: Final = 3
+"""Unexplained failures shown in full per level (with their snippet); the rest get one line each unless verbose."""
+CAUSES_IN_FULL: Final = 3
+"""Root causes shown with explanation, hint and snippet; the rest get one line each unless verbose."""
+_WIDTH: Final = 100
 
 
-def render_json(report: Report, colour: bool = False) -> str:
+def render_json(report: Report, colour: bool = False, verbose: bool = False) -> str:
     return json.dumps(report.to_dict(), indent=2)
 
 
-def render_text(report: Report, colour: bool = False) -> str:
-    def style(text: str, **kw) -> str:
+# ---- text -------------------------------------------------------------------------------------------
+
+
+def render_text(report: Report, colour: bool = False, verbose: bool = False) -> str:
+    def style(text: str, **kw: Any) -> str:
         return click.style(text, **kw) if colour else text
 
-    lines = [style(f"grade {printable(report.file)}", bold=True) + f"  (seed {report.seed})"]
-    isolation = f"isolation: {report.isolation}"
-    if report.isolation_note:
-        isolation += f" ({printable(report.isolation_note)})"
-    lines.append(style(isolation, fg="bright_black" if report.isolation == "sandbox" else "yellow"))
-    if report.status in ("error", "timeout"):
-        lines.append(style(f"could not be graded ({report.status}): {printable(report.message)}", fg="red"))
+    lines = _header(report, style)
+    lines += _integrity(report, style)
+    lines += _fix_first(report, style, verbose)
+    causes = {check: (i, cause) for i, cause in enumerate(report.root_causes, 1) for check in cause.get("checks", [])}
     for level in LEVELS:
         checks = [c for c in report.checks if c.level == level]
-        if not checks:
-            continue
-        totals = report.levels.get(level, {"score": 0, "max_score": 0})
-        lines.append("")
-        lines.append(style(f"{level}  {totals['score']:.1f}/{totals['max_score']:.1f}", bold=True))
-        for c in checks:
-            mark = style(_MARKS[c.outcome], fg=_COLOURS[c.outcome])
-            lines.append(f"  {mark} {c.id:<34} {c.points:5.1f}/{c.max_points:<5.1f} {c.title}")
-            if c.outcome in ("failed", "error", "timeout"):
-                lines.extend(_expand(c, style))
-            elif c.outcome in ("not_attempted", "skipped") and c.message:
-                lines.append(style(f"         {printable(c.message)}", fg="bright_black"))
-    if report.integrity_violations:
-        lines.append("")
-        lines.append(style("integrity violations (the score is 0):", fg="red", bold=True))
-        lines.extend(f"  - {printable(v)}" for v in report.integrity_violations)
-    for stream in ("stdout", "stderr"):
-        text = report.output.get(stream, "").strip()
-        if text:
-            lines.append("")
-            lines.append(style(f"the submission wrote to {stream}:", bold=True))
-            lines.extend("  | " + printable(line) for line in text.splitlines()[:20])
-    lines.append("")
-    verdict = ""
-    if report.interview:
-        verdict = "  interview bar: " + ("passed" if report.interview["passed"] else "not passed") + \
-                  f" (core {report.interview['core_score']:.1f} of {report.interview['bar']:.1f} needed)"
-    lines.append(style(f"score {report.score:.1f}/{report.max_score:.1f}", bold=True) + f"  [{report.status}]" + verdict)
+        if checks:
+            lines += _level(level, checks, report, causes, style, verbose)
+    lines += _output(report, style)
+    lines += ["", _last_line(report, style)]
     return "\n".join(lines)
+
+
+def _header(report: Report, style: Callable[..., str]) -> list[str]:
+    facts = [f"seed {report.seed}", f"isolation: {report.isolation}"]
+    if report.source_sha256:
+        facts.append(f"sha256 {report.source_sha256[:12]}")
+    lines = [style(f"grade {printable(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
+    if report.isolation_note:
+        lines.append(style(f"  basic isolation: {printable(report.isolation_note)}", fg="yellow"))
+    if report.status in ("error", "timeout"):
+        message = printable(report.message).splitlines() or [""]
+        lines.append(style(f"could not be graded ({report.status}): {message[0]}", fg="red"))
+        lines += [style(f"  {line}", fg="red") for line in message[1:]]
+    return lines
+
+
+def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
+    lines: list[str] = []
+    if report.integrity_violations:
+        lines += ["", style("integrity violation (the score is 0): torch's autograd was used", fg="red", bold=True)]
+        lines += [f"  - {printable(v)}" for v in report.integrity_violations]
+    if report.integrity_review:
+        lines += ["", style("integrity review: a person must read these lines before the interview bar can pass",
+                            fg="yellow", bold=True)]
+        for entry in report.integrity_review:
+            where = f"line {entry['line']}" if entry.get("line") else "at run time"
+            lines.append(f"  - {where}: {printable(str(entry['construct']))}")
+            lines += [style(f"      {part}", fg="bright_black") for part in _wrap(printable(str(entry["why"])), 90)]
+    return lines
+
+
+def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list[str]:
+    """The root causes, the one to fix first first: what is wrong, where to look, one graph that shows it."""
+    if not report.root_causes:
+        return []
+    lines = ["", style("Fix first", bold=True)]
+    for i, cause in enumerate(report.root_causes, 1):
+        checks = list(cause.get("checks", []))
+        count = f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks else "an integrity finding"
+        lost = f", {cause['points']:.1f} points" if cause.get("points") else ""
+        lines.append(style(f"  {i}. {printable(str(cause['name']))}", bold=True) + f"  ({count}{lost})")
+        if i > CAUSES_IN_FULL and not verbose:
+            continue
+        lines += [f"     {part}" for part in _wrap(printable(str(cause.get("explanation", ""))))]
+        if cause.get("hint"):
+            lines += [style(f"     {part}", fg="cyan") for part in _wrap("hint: " + printable(str(cause["hint"])))]
+        if cause.get("snippet"):
+            lines.append(style("     reproduce:", bold=True))
+            lines += [f"       {printable(line)}" for line in cause["snippet"].splitlines()]
+        if checks:
+            shown = ", ".join(checks[:4]) + (f" and {len(checks) - 4} more" if len(checks) > 4 else "")
+            lines.append(style(f"     explains: {shown}", fg="bright_black"))
+    return lines
+
+
+def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[str, tuple[int, dict[str, Any]]],
+           style: Callable[..., str], verbose: bool) -> list[str]:
+    totals = report.levels.get(level, {"score": 0.0, "max_score": 0.0})
+    counts = Counter(c.outcome for c in checks)
+    summary = ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in ("passed", "failed", "error", "timeout",
+                                                                           "not_attempted", "skipped") if counts[o])
+    lines = ["", style(f"{level:<11} {totals['score']:5.1f}/{totals['max_score']:<5.1f}", bold=True) + f"  {summary}"]
+    expanded = 0
+    explained: dict[int, list[str]] = {}
+    for c in checks:
+        if c.outcome in _FAILING:
+            if c.id in causes and not verbose:
+                explained.setdefault(causes[c.id][0], []).append(c.id)
+                continue
+            full = verbose or expanded < EXPANDED_PER_LEVEL
+            lines.append(_check_line(c, style))
+            if c.id in causes:
+                number, cause = causes[c.id]
+                lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
+                lines.append(style(f"         likely caused by: {printable(str(cause['name']))} (Fix first {number})",
+                                   fg="magenta"))
+            elif full:
+                expanded += 1
+                lines += _expand(c, style)
+            else:
+                lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
+        elif verbose:
+            lines.append(_check_line(c, style))
+            if c.outcome != "passed" and c.message:
+                lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
+    for number, ids in sorted(explained.items()):
+        name = printable(str(report.root_causes[number - 1]["name"]))
+        lines.append(style(f"  FAIL {len(ids)} {'check' if len(ids) == 1 else 'checks'}", fg="red")
+                     + style(f" likely caused by: {name} (Fix first {number})", fg="magenta"))
+        lines += [style(f"       {part}", fg="bright_black") for part in _wrap(", ".join(ids), _WIDTH - 7)]
+    missing = [c for c in checks if c.outcome in ("not_attempted", "skipped")]
+    if missing and not verbose:
+        reasons = Counter(_first(c.message, 70) for c in missing)
+        for reason, n in reasons.most_common(3):
+            lines.append(style(f"  {n} {'check' if n == 1 else 'checks'} {reason}", fg="bright_black"))
+        if len(reasons) > 3:
+            lines.append(style(f"  ... and {len(missing) - sum(n for _, n in reasons.most_common(3))} more "
+                               "(-v lists every check)", fg="bright_black"))
+    return lines
+
+
+def _check_line(c: CheckResult, style: Callable[..., str]) -> str:
+    mark = style(_MARKS[c.outcome], fg=_COLOURS[c.outcome])
+    return f"  {mark} {c.id:<36} {c.points:5.1f}/{c.max_points:<5.1f} {c.title}"
 
 
 def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
     out = [f"         {printable(line)}" for line in c.message.splitlines()]
     d = c.details
-    if "worst" in d and d["worst"].get("index") is not None:
-        w = d["worst"]
-        out.append(f"         worst element {w.get('index')}: got {w.get('got')}, expected {w.get('expected')}")
     if "snippet" in d:
         out.append(style("         reproduce:", bold=True))
-        out.extend(f"           {printable(line)}" for line in d["snippet"].splitlines())
-    if "diagnosis" in d:
-        out.append(style(f"         diagnosis: {printable(str(d['diagnosis']))}", fg="magenta"))
+        out += [f"           {printable(line)}" for line in d["snippet"].splitlines()]
     if "hint" in d:
-        out.append(style(f"         hint: {printable(str(d['hint']))}", fg="cyan"))
+        out += [style(f"         {part}", fg="cyan") for part in _wrap("hint: " + printable(str(d["hint"])), 90)]
     return out
 
 
-def render_markdown(report: Report, colour: bool = False) -> str:
-    lines = [f"## Autograd grade: {markdown_inline(report.file)}", "",
-             f"**Score {report.score:.1f} / {report.max_score:.1f}** ({report.status}, seed {report.seed})", ""]
-    if report.interview:
-        lines += [f"Interview bar (core): **{'passed' if report.interview['passed'] else 'not passed'}** "
-                  f"({report.interview['core_score']:.1f} of {report.interview['bar']:.1f} needed)", ""]
-    lines += [f"Isolation: {report.isolation}" + (f" ({markdown_inline(report.isolation_note)})"
-                                                  if report.isolation_note else ""), ""]
-    if report.message:
-        lines += [f"> {markdown_inline(report.message)}", ""]
-    lines += ["| level | check | outcome | points | note |", "|---|---|---|---|---|"]
+def _output(report: Report, style: Callable[..., str]) -> list[str]:
+    lines: list[str] = []
+    for stream in ("stdout", "stderr"):
+        text = report.output.get(stream, "").strip()
+        if text:
+            shown = text.splitlines()
+            lines += ["", style(f"the submission wrote to {stream}:", bold=True)]
+            lines += ["  | " + printable(line)[:_WIDTH] for line in shown[:8]]
+            if len(shown) > 8:
+                lines.append(f"  | ... ({len(shown) - 8} more lines)")
+    return lines
+
+
+def _last_line(report: Report, style: Callable[..., str]) -> str:
+    line = style(f"score {report.score:.1f}/{report.max_score:.1f}", bold=True) + f"  [{report.status}]"
+    interview = report.interview
+    if interview:
+        verdict = "passed" if interview.get("passed") else "not passed"
+        why = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
+        if interview.get("gates_failed"):
+            why.append("gates failed: " + ", ".join(interview["gates_failed"]))
+        if interview.get("needs_review"):
+            why.append("needs a person's review")
+        line += f"  interview bar: {verdict} ({'; '.join(why)})"
+    return line
+
+
+def _first(message: str, width: int = 110) -> str:
+    first = printable(message.splitlines()[0]) if message else ""
+    return first if len(first) <= width else first[: width - 3].rstrip() + "..."
+
+
+def _wrap(text: str, width: int = _WIDTH) -> list[str]:
+    return textwrap.wrap(text, width) or [""]
+
+
+# ---- Markdown ------------------------------------------------------------------------------------
+
+
+def concept_table(report: Report) -> list[tuple[str, str, int, int, int]]:
+    """(level, concept, passed, failed, not attempted) per concept, in level order."""
+    rows: dict[tuple[str, str], list[int]] = {}
     for c in report.checks:
-        note = markdown_inline(c.message.splitlines()[0][:120]) if c.message else ""
-        lines.append(f"| {c.level} | `{c.id}` | {c.outcome} | {c.points:.1f}/{c.max_points:.1f} | {note} |")
+        row = rows.setdefault((c.level, c.concept), [0, 0, 0])
+        row[0 if c.outcome == "passed" else 1 if c.outcome in _FAILING else 2] += 1
+    order = {level: i for i, level in enumerate(LEVELS)}
+    return [(level, concept, *row) for (level, concept), row in sorted(rows.items(), key=lambda kv: (
+        order.get(kv[0][0], 9), kv[0][1]))]
+
+
+def render_markdown(report: Report, colour: bool = False, verbose: bool = False) -> str:
+    """The interviewer's write-up: summary, root causes, concepts, then every check folded away."""
+    lines = [f"## Autograd grade: {markdown_inline(report.file)}", ""]
+    lines += _markdown_summary(report)
     if report.integrity_violations:
-        lines += ["", "**Integrity violations:**", *[f"- {markdown_inline(v)}" for v in report.integrity_violations]]
-    failures = [c for c in report.checks if c.outcome in ("failed", "error", "timeout") and "snippet" in c.details]
-    for c in failures[:5]:
-        lines += ["", f"### `{c.id}`", "", markdown_inline(c.message), "", *markdown_fence(c.details["snippet"], "python")]
+        lines += ["", "### Integrity violation", "",
+                  "Torch's autograd was used (proof, so the score is 0):", ""]
+        lines += [f"- {markdown_inline(v)}" for v in report.integrity_violations]
+    if report.integrity_review:
+        lines += ["", "### Integrity review", "",
+                  "Not proof of cheating, but the interview bar waits until a person has read these lines:", ""]
+        for entry in report.integrity_review:
+            where = f"line {entry['line']}" if entry.get("line") else "at run time"
+            lines.append(f"- **{where}**: {markdown_inline(str(entry['construct']))}: "
+                         f"{markdown_inline(str(entry['why']))}")
+    if report.root_causes:
+        lines += ["", "### Root causes (fix the first first)", ""]
+        for i, cause in enumerate(report.root_causes, 1):
+            checks = cause.get("checks", [])
+            lines += [f"{i}. **{markdown_inline(str(cause['name']))}** "
+                      f"({len(checks)} failing check{'s' if len(checks) != 1 else ''}"
+                      + (f", {cause['points']:.1f} points" if cause.get("points") else "") + ")", ""]
+            if cause.get("explanation"):
+                lines += [f"   {markdown_inline(str(cause['explanation']))}", ""]
+            if cause.get("hint"):
+                lines += [f"   *Hint:* {markdown_inline(str(cause['hint']))}", ""]
+            if cause.get("snippet"):
+                lines += ["   " + line for line in markdown_fence(cause["snippet"], "python")] + [""]
+            if checks:
+                lines += ["   Explains: " + ", ".join(f"`{markdown_inline(c)}`" for c in checks), ""]
+    rows = concept_table(report)
+    if rows:
+        lines += ["", "### Concepts", "", "| level | concept | passed | failed | not attempted |",
+                  "|---|---|---:|---:|---:|"]
+        lines += [f"| {level} | {concept} | {p} | {f} | {n} |" for level, concept, p, f, n in rows]
+    unexplained = [c for c in report.checks if c.outcome in _FAILING and not c.diagnosis]
+    if unexplained:
+        lines += ["", "### Other failures", ""]
+        for c in unexplained:
+            lines.append(f"- `{c.id}`: {markdown_inline(c.message)}")
+    if report.checks:
+        lines += ["", "<details>", f"<summary>Every check ({len(report.checks)})</summary>", "",
+                  "| level | check | outcome | points | note |", "|---|---|---|---:|---|"]
+        for c in report.checks:
+            note = markdown_inline(c.message) if c.outcome != "passed" else ""
+            lines.append(f"| {c.level} | `{markdown_inline(c.id)}` | {c.outcome} | "
+                         f"{c.points:.1f}/{c.max_points:.1f} | {note} |")
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[Report, bool], str]] = {
+def _markdown_summary(report: Report) -> list[str]:
+    lines = [f"**Score {report.score:.1f} / {report.max_score:.1f}** ({report.status}; seed {report.seed}; "
+             f"isolation {report.isolation}" + (f", sha256 `{report.source_sha256[:12]}`" if report.source_sha256
+                                                 else "") + ")", ""]
+    interview = report.interview
+    if interview:
+        verdict = "passed" if interview.get("passed") else "not passed"
+        facts = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
+        if interview.get("gates_failed"):
+            facts.append("gates failed: " + ", ".join(f"`{g}`" for g in interview["gates_failed"]))
+        if interview.get("needs_review"):
+            facts.append("needs review (see below)")
+        lines += [f"Interview bar: **{verdict}** ({'; '.join(facts)})", ""]
+    levels = " · ".join(f"{level} {v['score']:.1f}/{v['max_score']:.1f}" for level, v in report.levels.items())
+    if levels:
+        lines += [f"Levels: {levels}", ""]
+    if report.message:
+        lines += [f"> {markdown_inline(report.message)}", ""]
+    return lines
+
+
+RENDERERS: dict[str, Callable[..., str]] = {
     "text": render_text,
     "json": render_json,
     "markdown": render_markdown,

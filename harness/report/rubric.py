@@ -16,6 +16,7 @@ from harness.levels import LEVELS
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
 
 DEFAULT_RUBRIC = "rubric.yaml"
+KEYS = ("levels", "weights", "interview_bar", "gates")
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class Rubric:
     levels: Mapping[str, float]
     weights: Sequence[tuple[str, float]]
     interview_bar: float
+    gates: Sequence[str] = ()
+    """Core check ids (or patterns) that must pass for the interview bar, whatever the points."""
 
     def weight(self, check_id: str) -> float:
         return next((w for pattern, w in self.weights if fnmatch.fnmatchcase(check_id, pattern)), 1.0)
@@ -41,12 +44,15 @@ class Rubric:
                   needs_review: bool) -> dict[str, Any]:
         """The interview verdict: the core level's score against the bar, and whether a person must read the code.
 
-        ``checks`` are the scored results; only the core level decides the interview.
+        ``checks`` are the scored results; only the core level decides the interview. A gate
+        check that was run and did not pass fails the interview whatever the points; a gate
+        the grade did not plan (a custom rubric's pattern that matches nothing) is ignored.
         """
         if core is None:
             return {}
         bar = self.interview_bar * core["max_score"]
-        gates_failed: list[str] = []
+        gates_failed = [c.id for c in checks if c.level == "core" and c.outcome != "passed"
+                        and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
         passed = graded and core["score"] >= bar - 1e-9 and not gates_failed and not needs_review
         return {"passed": passed, "bar": round(bar, 2), "core_score": round(core["score"], 2),
                 "needs_review": needs_review, "gates_failed": gates_failed}
@@ -73,10 +79,10 @@ def load_rubric(path: Path | None = None) -> Rubric:
 
 def _parse(data: Any, where: str) -> Rubric:
     if not isinstance(data, dict):
-        raise HarnessError(f"{where}: a rubric is a mapping with 'levels', 'weights' and 'interview_bar'")
-    unknown = set(data) - {"levels", "weights", "interview_bar"}
+        raise HarnessError(f"{where}: a rubric is a mapping with 'levels', 'weights', 'interview_bar' and 'gates'")
+    unknown = set(data) - set(KEYS)
     if unknown:
-        raise HarnessError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: levels, weights, interview_bar)")
+        raise HarnessError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(KEYS)})")
     levels = data.get("levels") or {}
     if not isinstance(levels, dict) or set(levels) - set(LEVELS):
         raise HarnessError(f"{where}: 'levels' maps {', '.join(LEVELS)} to points")
@@ -89,4 +95,12 @@ def _parse(data: Any, where: str) -> Rubric:
     bar = data.get("interview_bar", 0.8)
     if not isinstance(bar, (int, float)) or not 0 <= bar <= 1:
         raise HarnessError(f"{where}: 'interview_bar' must be a fraction between 0 and 1")
-    return Rubric({k: float(v) for k, v in levels.items()}, [(str(k), float(v)) for k, v in weights.items()], float(bar))
+    gates = data.get("gates") or []
+    if not isinstance(gates, list) or not all(isinstance(g, str) and g for g in gates):
+        raise HarnessError(f"{where}: 'gates' is a list of check ids or patterns")
+    outside = [g for g in gates if not g.startswith(("core.", "spec:core."))]
+    if outside:
+        raise HarnessError(f"{where}: gate {outside[0]!r} is not a core check: only the core level decides the "
+                           "interview")
+    return Rubric({k: float(v) for k, v in levels.items()}, [(str(k), float(v)) for k, v in weights.items()], float(bar),
+                  tuple(gates))

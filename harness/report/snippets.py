@@ -37,7 +37,7 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     or hung) the snippet ends with the call that fails.
     """
     expected = expected or program.run_torch()
-    lines = ["import sys", "", "import torch", "", *_import_lines(Path(submission), class_name), ""]
+    lines = ["import sys", "import torch", *_import_lines(Path(submission), class_name), ""]
     budget = MAX_NUMBERS
     for leaf in program.leaves:
         literal = _tensor_literal(leaf.value)
@@ -69,7 +69,7 @@ def _import_lines(path: Path, class_name: str) -> list[str]:
     module = path.stem
     if module.isidentifier() and module not in ("torch", "sys", "solution_under_test"):
         return [f"sys.path.insert(0, {str(path.parent)!r})", f"from {module} import {class_name}"]
-    return ["import importlib.util", "",
+    return ["import importlib.util",
             f"_spec = importlib.util.spec_from_file_location('solution_under_test', {str(path)!r})",
             "_module = importlib.util.module_from_spec(_spec)", "_spec.loader.exec_module(_module)",
             f"{class_name} = _module.{class_name}"]
@@ -88,14 +88,14 @@ def _assertion(program: Program, observed: Any, expected: Outcome, tolerance: To
         got = observed.requires_grad.get(step.name)
         if step.name in observed.requires_grad and got != expected.requires_grad[step.name]:
             want = expected.requires_grad[step.name]
-            return ["", f"assert {step.name}.requires_grad is {want}, "
+            return [f"assert {step.name}.requires_grad is {want}, "
                         f"f'{step.name}.requires_grad is {{{step.name}.requires_grad}}, expected {want}'"]
     for leaf in program.leaves:
         if leaf.raw:
             continue
         got, want = observed.grads.get(leaf.name), expected.grads[leaf.name]
         if not isinstance(got, (torch.Tensor, type(None))):
-            return ["", f"assert isinstance({leaf.name}.grad, torch.Tensor), "
+            return [f"assert isinstance({leaf.name}.grad, torch.Tensor), "
                         f"f'{leaf.name}.grad is a {{type({leaf.name}.grad).__name__}}, expected a torch.Tensor'"]
         if compare(got, want, tol, leaf.name) is not None:
             return _compare_lines(f"{leaf.name}.grad", got, want, tol)
@@ -103,7 +103,7 @@ def _assertion(program: Program, observed: Any, expected: Outcome, tolerance: To
 
 
 def _compare_lines(what: str, got: torch.Tensor | None, want: torch.Tensor | None, tol: Tolerance) -> list[str]:
-    lines = ["", "# What torch's autograd computes for the same graph:"]
+    lines = ["# what torch's autograd computes for the same graph:"]
     if want is None:
         return lines + [f"assert {what} is None, f'{what} should be None, got {{{what}}}'"]
     shape = tuple(want.shape)

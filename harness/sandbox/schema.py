@@ -185,6 +185,10 @@ _REPLIES: Final[dict[str, Check]] = {
 }
 
 
+_REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
+_REPLIES["run_many"] = _record({"results": _list(_REPLIES["run"], 1000)}, _COMMON)
+
+
 def _generic(value: Any, where: str, depth: int = 0) -> None:
     """Bounds every message must respect, whatever it answers."""
     if depth > MAX_DEPTH:

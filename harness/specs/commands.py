@@ -287,3 +287,46 @@ def fill_command(files: tuple[Path, ...], force: bool) -> None:
         )
     if failed:
         raise click.exceptions.Exit(1)
+
+
+# ---- audit ---------------------------------------------------------------------------
+
+
+@spec.command("audit")
+@click.option("--specs", "spec_paths", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="Spec folder or file to grade with instead of the shipped library (repeatable).")
+@click.option("--max-examples", type=click.IntRange(1, 100_000), default=200, show_default=True,
+              help="Random graphs tried by the core property check.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random graphs.")
+@click.option("--bug", "bug_ids", multiple=True, metavar="ID", help="Audit only this catalogued bug (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def audit_command(spec_paths: tuple[Path, ...], max_examples: int, seed: int, bug_ids: tuple[str, ...],
+                  fmt: str) -> None:
+    """Grade every catalogued bug as a submission and show which checks catch it.
+
+    Each bug of the catalogue is the reference engine with that one mistake. Exits 1
+    when a bug fails no check or the reference engine fails one.
+    """
+    import json
+
+    from harness.diagnosis import BUGS
+    from harness.diagnosis.audit import render_audit, run_audit
+    from harness.errors import HarnessError
+
+    known = [b.id for b in BUGS]
+    for bug_id in bug_ids:
+        if bug_id not in known:
+            raise click.BadParameter(f"no catalogued bug {bug_id!r} (one of: {', '.join(known)})", param_hint="--bug")
+
+    def progress(bug_id: str) -> None:
+        if fmt == "text":
+            click.echo(f"grading {bug_id} ...", err=True)
+
+    try:
+        audit = run_audit(specs=spec_paths, max_examples=max_examples, seed=seed, bugs=bug_ids or None,
+                          progress=progress)
+    except (HarnessError, specs.SpecError) as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(json.dumps(audit.to_dict(), indent=2) if fmt == "json" else render_audit(audit))
+    if not audit.ok:
+        raise click.exceptions.Exit(1)

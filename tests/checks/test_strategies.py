@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.ops import INDEX, LEVELS, OPS
 from harness.program import Program
-from harness.checks.strategies import op_graphs, programs_for_level
+from harness.checks.strategies import op_graphs, programs_for_level, reaches_output
 
 CORE = [name for name, spec in OPS.items() if spec.level == "core"]
 FOUR_D = ["max_pool2d", "avg_pool2d", "conv2d"]
@@ -133,7 +133,8 @@ def test_without_sum_a_non_scalar_output_gets_an_upstream_gradient() -> None:
 def test_reuse_shrinks_to_x0_plus_x0() -> None:
     program = smallest(op_graphs(ops=CORE), lambda p: any(
         s.op == "add" and s.args[0] == s.args[1] for s in p.steps))
-    assert program.expression() == "x2 = x0 + x0"
+    # The (1, 1) result is summed: roots are 0-d, as torch's sum gives.
+    assert program.expression() == "x2 = x0 + x0; x3 = x2.sum()"
     assert [tuple(leaf.value.shape) for leaf in program.leaves] == [(1, 1), (1, 1)]
 
 
@@ -169,3 +170,32 @@ def test_programs_for_level_uses_that_level_and_below() -> None:
 def test_unknown_op_is_an_error() -> None:
     with pytest.raises(KeyError, match="unknown op 'softmax'"):
         collect(op_graphs(ops=["softmax"]), 1)
+
+
+# ---- roots and focus ---------------------------------------------------------------------
+
+
+def test_with_sum_allowed_every_root_is_0_d():
+    for p in collect(op_graphs(ops=CORE), 60):
+        assert p.upstream is None and p.run_torch().values[p.output].dim() == 0, p.expression()
+
+
+@pytest.mark.parametrize("name", [n for n, spec in OPS.items() if spec.level == "extensions"])
+def test_a_focus_op_is_always_on_a_path_to_the_output(name: str) -> None:
+    strategy = op_graphs(ops=[name, "mul", "sum"], focus=name, integer_values=not OPS[name].transcendental)
+    for p in collect(strategy, 15):
+        assert reaches_output(p.steps, name), p.expression()
+
+
+def test_a_focus_must_be_one_of_the_ops() -> None:
+    with pytest.raises(ValueError, match="focus 'log' is not one of the ops"):
+        collect(op_graphs(ops=["add"], focus="log"), 1)
+
+
+def test_reaches_output_follows_the_path_back_from_the_last_step() -> None:
+    from harness.program import Step
+
+    steps = [Step("a", "log", ("x",)), Step("b", "mul", ("x", "x")), Step("y", "sum", ("b",))]
+    assert not reaches_output(steps, "log")
+    assert reaches_output(steps[:1], "log")
+    assert reaches_output([*steps[:2], Step("c", "mul", ("a", "b")), Step("y", "sum", ("c",))], "log")

@@ -35,8 +35,11 @@ def test_every_failing_snippet_fails_when_run_from_another_folder(reports, tmp_p
             done = _run(check.details["snippet"], tmp_path)
             assert done.returncode != 0, f"{name} {check.id}: the snippet passed\n{check.details['snippet']}"
             assert "ModuleNotFoundError" not in done.stderr, done.stderr
-            if check.outcome == "failed" and check.evidence is not None:
-                assert "AssertionError" in done.stderr, f"{name} {check.id}\n{done.stderr[-800:]}"
+            observed = check.evidence.observation if check.evidence is not None else None
+            if observed is not None:
+                # The snippet fails the way the check saw it fail: the same exception, or the assertion.
+                error = observed.error["type"] if observed.error else "AssertionError"
+                assert f"{error}:" in done.stderr, f"{name} {check.id}\n{done.stderr[-800:]}"
             ran += 1
     assert ran >= 10
 

@@ -330,7 +330,7 @@ def test_written_numbers_pass_the_default_tolerance(value: float) -> None:
 
 def test_wiring_runs_the_spec_group_from_the_main_command() -> None:
     assert main.get_command(None, "spec") is spec_commands.spec
-    assert set(spec_commands.spec.commands) == {"check", "new", "fill"}
+    assert set(spec_commands.spec.commands) == {"check", "new", "fill", "audit"}
 
 
 def test_fill_keeps_a_complete_correct_block_unless_forced(tmp_path: Path) -> None:

@@ -1,0 +1,10 @@
+"""Diagnosis: which classic bug explains a grade's failures, and the catalogue that proves the checks.
+
+catalogue.py (the bugs, as data), mutants.py (each bug as the reference engine with one
+patch), matching.py (replaying failing graphs through the mutants), causes.py (root causes:
+failures grouped by bug), audit.py (the kill matrix behind ``grade spec audit``).
+"""
+
+from harness.diagnosis.catalogue import BUGS, Bug, bug
+
+__all__ = ["BUGS", "Bug", "bug"]

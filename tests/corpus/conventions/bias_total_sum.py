@@ -1,0 +1,127 @@
+"""A broadcast operand's gradient is the total sum of the upstream gradient, spread over its shape.
+
+Right for a 0-d operand and for a (1, 1) one; for a bias row added to a batch every
+element gets the sum over the whole batch instead of over its own column.
+"""
+
+import contextlib
+
+import torch
+
+_recording = True
+
+
+@contextlib.contextmanager
+def no_grad():
+    global _recording
+    previous, _recording = _recording, False
+    try:
+        yield
+    finally:
+        _recording = previous
+
+
+def _unbroadcast(g, shape):
+    """Sum a gradient back to the shape of the operand it belongs to."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return g.sum() * torch.ones(shape, dtype=g.dtype)  # the bug: sums over every axis, not only the broadcast ones
+
+
+class Tensor:
+    def __init__(self, data, requires_grad=False):
+        self.data = data
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._parents = ()
+        self._backward = None  # output gradient -> one gradient per parent
+
+    def _result(self, data, parents, backward):
+        out = Tensor(data, _recording and any(p.requires_grad for p in parents))
+        if out.requires_grad:
+            out._parents, out._backward = parents, backward
+        return out
+
+    @staticmethod
+    def _lift(x):
+        return x if isinstance(x, Tensor) else Tensor(torch.tensor(float(x), dtype=torch.float64))
+
+    def __add__(self, other):
+        other = self._lift(other)
+        a, b = self.data, other.data
+        return self._result(a + b, (self, other), lambda g: (_unbroadcast(g, a.shape), _unbroadcast(g, b.shape)))
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        other = self._lift(other)
+        a, b = self.data, other.data
+        return self._result(a * b, (self, other),
+                            lambda g: (_unbroadcast(g * b, a.shape), _unbroadcast(g * a, b.shape)))
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self * -1.0
+
+    def __sub__(self, other):
+        return self + (-self._lift(other))
+
+    def __truediv__(self, other):
+        other = self._lift(other)
+        a, b = self.data, other.data
+        return self._result(a / b, (self, other),
+                            lambda g: (_unbroadcast(g / b, a.shape), _unbroadcast(-g * a / (b * b), b.shape)))
+
+    def __matmul__(self, other):
+        a, b = self.data, other.data
+        return self._result(a @ b, (self, other), lambda g: (g @ b.T, a.T @ g))
+
+    def relu(self):
+        x = self.data
+        return self._result(x.clamp(min=0), (self,), lambda g: (g * (x > 0),))
+
+    def exp(self):
+        e = self.data.exp()
+        return self._result(e, (self,), lambda g: (g * e,))
+
+    def log(self):
+        x = self.data
+        return self._result(x.log(), (self,), lambda g: (g / x,))
+
+    def sum(self):
+        x = self.data
+        return self._result(x.sum(), (self,), lambda g: (g * torch.ones_like(x),))
+
+    def mean(self):
+        return self.sum() * (1.0 / self.data.numel())
+
+    def backward(self, grad=None):
+        grads = {id(self): torch.ones_like(self.data) if grad is None else grad}
+        for t in reversed(_topological_order(self)):
+            g = grads.pop(id(t), None)
+            if g is None or not t.requires_grad:
+                continue
+            if t._backward is None:
+                t.grad = g.clone() if t.grad is None else t.grad + g
+                continue
+            for parent, pg in zip(t._parents, t._backward(g)):
+                if parent.requires_grad:
+                    grads[id(parent)] = grads[id(parent)] + pg if id(parent) in grads else pg
+            t._parents, t._backward = (), None  # passed on: the graph can be freed
+
+
+def _topological_order(root):
+    order, visited = [], {id(root)}
+    stack = [(root, iter(root._parents))]
+    while stack:
+        t, parents = stack[-1]
+        for p in parents:
+            if id(p) not in visited:
+                visited.add(id(p))
+                stack.append((p, iter(p._parents)))
+                break
+        else:
+            stack.pop()
+            order.append(t)
+    return order
