@@ -47,7 +47,8 @@ def summary_row(sid: str, report: Mapping[str, Any]) -> dict[str, Any]:
         "checks_failed": sum(c["outcome"] in FAILING for c in checks),
         "levels": {level: v["score"] for level, v in report["levels"].items()},
         "concepts": concepts,
-        "root_causes": [cause.get("bug", "") for cause in report.get("root_causes", [])],
+        # a catalogued bug by its id; a failure no catalogued bug explains by its name
+        "root_causes": [str(cause.get("bug") or cause.get("name") or "") for cause in report.get("root_causes", [])],
         "source_sha256": report.get("source_sha256", ""),
         "seconds": timings.get("wall", timings.get("total", 0.0)),
     }

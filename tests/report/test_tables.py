@@ -22,7 +22,8 @@ def test_rows_follow_the_reports():
     assert list(rows) == ["ada", "bert", "cleo", "dmitri", "=evil"]
     assert (rows["ada"]["score"], rows["ada"]["interview_passed"], rows["ada"]["concepts"]) == (
         10, True, {"accumulation": 6, "order": 4})
-    assert (rows["bert"]["score"], rows["bert"]["checks_failed"], rows["bert"]["root_causes"]) == (4, 1, ["overwrite"])
+    assert (rows["bert"]["score"], rows["bert"]["checks_failed"], rows["bert"]["root_causes"]) == (
+        4, 1, ["overwrite", "order failures around x0 + x1"])
     assert (rows["cleo"]["review_flags"], rows["cleo"]["needs_review"], rows["cleo"]["interview_passed"]) == (
         1, True, False)
     assert rows["dmitri"]["violations"] == 1
