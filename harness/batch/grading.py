@@ -79,7 +79,10 @@ def not_graded(sub: Submission, options: GradeOptions, message: str, started: fl
         file=sub.origin, status="error", score=0.0, max_score=sum(v["max_score"] for v in levels.values()),
         levels=levels, checks=(), message=message, seed=options.seed,
         interview=rubric.interview(levels.get("core"), [], graded=False, needs_review=False),
-        timings={"total": time.perf_counter() - started}, grader_version=__version__, source_sha256=source_sha256(sub.path),
+        timings={"total": time.perf_counter() - started}, grader_version=__version__,
+        source_sha256=source_sha256(sub.path),
+        # nothing ran: the isolation the batch asked for, so that the cohort's rows agree
+        isolation="sandbox" if options.isolation == "sandbox" else "basic",
     )
 
 

@@ -298,7 +298,9 @@ def _candidate(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
     for stream, text in (report.get("output") or {}).items():
         if text and text.strip():
             lines = text.strip().splitlines()
-            more = f"\n[... {len(lines) - _OUTPUT_LINES} more lines ...]" if len(lines) > _OUTPUT_LINES else ""
-            out.append(f"<h4>The submission wrote to {e(stream)}</h4><pre>{e(chr(10).join(lines[:_OUTPUT_LINES]) + more)}</pre>")
+            shown = "\n".join(lines[:_OUTPUT_LINES])
+            if len(lines) > _OUTPUT_LINES:
+                shown += f"\n[... {len(lines) - _OUTPUT_LINES} more lines ...]"
+            out.append(f"<h4>The submission wrote to {e(stream)}</h4><pre>{e(shown)}</pre>")
     out.append("</section>")
     return out

@@ -53,8 +53,8 @@ def test_a_zip_of_a_folder_is_unwrapped(tmp_path):
     })
     scratch = tmp_path / "scratch"
     subs = collect(archive, "solution.py", scratch)
-    assert _rows(subs) == [("ann", True, ""), ("ben", True, ""), ("cleo", False, "not a Python file: a submission "
-                                                                                   "is a .py file, or a folder holding its entry file")]
+    not_python = "not a Python file: a submission is a .py file, or a folder holding its entry file"
+    assert _rows(subs) == [("ann", True, ""), ("ben", True, ""), ("cleo", False, not_python)]
     assert subs[0].origin == f"{archive}:cohort/ann.py" and subs[1].origin == f"{archive}:cohort/ben/solution.py"
     assert subs[1].path.read_bytes() == b"b = 2\n" and scratch in subs[1].path.parents
 

@@ -29,7 +29,8 @@ def test_the_status_line_counts_failures_and_review_flags():
     progress = Progress(4, stream=out, live=False)
     progress.reused(1)
     assert out.getvalue() == "[1/4] 1 kept from an earlier run\n"
-    assert progress.line().startswith("[" + "#" * 6 + "." * 18 + "]") and "1/4" in progress.line() and "ETA --:--" in progress.line()
+    line = progress.line()
+    assert line.startswith("[" + "#" * 6 + "." * 18 + "]") and "1/4" in line and "ETA --:--" in line
     progress.finished("a", _report("timeout", 0, False))
     progress.finished("b", _report(review=[{"line": 1}]))
     line = progress.line()

@@ -30,7 +30,8 @@ def test_candidate_text_is_escaped_everywhere(page_file):
     text = page_file.read_text()
     assert HOSTILE not in text
     assert "<img" not in text and text.count("<script>") == 1  # the page's own script only
-    escaped = '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;&amp;amp;'
+    escaped = ("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
+               "&amp;amp;")
     # message, snippet, output, review line, violation, root cause (explanation and snippet)
     assert text.count(escaped) >= 7
 
