@@ -24,7 +24,7 @@ LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
-    LAZY = {"spec": ("harness.specs.commands", "spec")}
+    LAZY = {"spec": ("harness.specs.commands", "spec"), "batch": ("harness.batch.command", "batch")}
     """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -55,6 +55,7 @@ def main(ctx: click.Context) -> None:
       grade solution.py --format json the JSON report, for other tools
       grade init [PATH]               write the candidate template
       grade spec check [PATH...]      validate YAML graph cases
+      grade batch FOLDER -o OUT       grade a folder of submissions for interviewers
     """
     _isolate_imports()
     if ctx.invoked_subcommand is None:
@@ -87,9 +88,11 @@ def _isolate_imports() -> None:
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
 @click.option("--require-sandbox", is_flag=True,
               help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
+@click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write the report as JSON, Markdown and text into this folder.")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], rubric: Path | None,
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
-               require_sandbox: bool) -> None:
+               require_sandbox: bool, output_dir: Path | None) -> None:
     """Grade the submission PATH."""
     # Everything up to the first grade is torch-free: a file that cannot be graded is
     # reported from its source alone, in milliseconds.
@@ -126,6 +129,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
                 click.echo(f"error: {exc}", err=True)
             if report is not None:
                 click.echo(RENDERERS[fmt](report, colour))
+                if output_dir is not None:
+                    _write_formats(report, output_dir, path.stem)
             if not watch:
                 sys.exit(exit_code(report))
             _wait_for_change(path)
@@ -133,6 +138,15 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     finally:
         if launcher is not None:
             launcher.close()
+
+
+def _write_formats(report, folder: Path, stem: str) -> None:
+    from harness.report.files import write_formats
+
+    try:
+        write_formats(report, folder, stem)
+    except OSError as exc:
+        _fail(f"{folder}: cannot write the reports: {exc.strerror}")
 
 
 def _settle_after_imports() -> None:

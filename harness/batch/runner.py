@@ -1,0 +1,213 @@
+"""Running a batch into its output folder: results as they finish, resume, the summaries at the end.
+
+OUTDIR/
+  settings.json          what the results were graded with (read by --resume)
+  sources/               the files unpacked from a zip (what the results' snippets import)
+  results/<id>.json      each submission's JSON report (as ``grade FILE --format json``)
+  results/<id>.md        its Markdown write-up
+  summary.json, summary.csv, report.html
+  gradescope/<id>/results.json   with --gradescope
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+
+from harness import __version__
+from harness.batch.collect import Submission
+from harness.batch.grading import Graded, source_sha256
+from harness.batch.similarity import THRESHOLD, similar_pairs
+from harness.errors import HarnessError
+from harness.grade import GradeOptions
+from harness.report.files import write_atomic
+from harness.report.html import render_html
+from harness.report.tables import gradescope_results, render_csv, render_junit, summarise
+
+__all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
+
+
+class Pool(Protocol):
+    def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]: ...
+    def ready(self) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What to write besides the results and the summaries."""
+
+    gradescope: bool = False
+    junit: Path | None = None
+    similarity_threshold: float = THRESHOLD
+
+
+@dataclass
+class BatchRun:
+    """How a run went: every submission's report (graded now or earlier), and what it did not reach."""
+
+    summary: dict[str, Any]
+    reports: dict[str, dict[str, Any]]
+    reused: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
+    """Everything a result depends on besides its source: the grader's version, the options, and the
+    content (not the names) of the rubric and specs used."""
+    from harness.specs import DEFAULT_SPECS_DIR
+
+    return {
+        "grader_version": __version__,
+        "level": options.level,
+        "seed": options.seed,
+        "class_name": options.class_name,
+        "max_examples": options.max_examples,
+        "time_limit": options.time_limit,
+        "memory_mb": options.memory_mb,
+        "isolation": options.isolation,
+        "entry": entry,
+        "rubric_sha256": _digest([options.rubric]) if options.rubric else "default",
+        "specs_sha256": _digest(list(options.specs) or [DEFAULT_SPECS_DIR]),
+    }
+
+
+def _digest(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for root in paths:
+        root = Path(root)
+        files = sorted(root.rglob("*")) if root.is_dir() else [root]
+        for path in files:
+            if path.is_file():
+                h.update(str(path.relative_to(root) if root.is_dir() else path.name).encode() + b"\0")
+                h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def check_outdir(outdir: Path, resume: bool) -> bool:
+    """True when ``outdir`` holds results of an earlier batch; without ``resume`` that is refused
+    (HarnessError) rather than mixing them with new ones."""
+    results = outdir / "results"
+    earlier = (outdir / "settings.json").exists() or (results.is_dir() and any(results.iterdir()))
+    if earlier and not resume:
+        raise HarnessError(f"{outdir}: already holds batch results (add --resume to continue them, "
+                           "or choose another folder)")
+    return earlier
+
+
+def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> bool:
+    """Make the output folder ready; True when earlier results may be reused.
+
+    Without ``resume``, a folder that already holds batch results is refused rather
+    than mixed with new ones.
+    """
+    results = outdir / "results"
+    earlier = check_outdir(outdir, resume)
+    results.mkdir(parents=True, exist_ok=True)
+    try:
+        previous = json.loads((outdir / "settings.json").read_text()) if earlier else None
+    except (OSError, ValueError):
+        previous = None
+    reusable = previous == dict(settings)
+    write_atomic(outdir / "settings.json", json.dumps(dict(settings), indent=2) + "\n")
+    return reusable
+
+
+def reusable_result(outdir: Path, sub: Submission) -> Graded | None:
+    """The result of an earlier run for ``sub`` when its source is unchanged, else None."""
+    json_path, md_path = outdir / "results" / f"{sub.id}.json", outdir / "results" / f"{sub.id}.md"
+    try:
+        report = json.loads(json_path.read_text())
+        markdown = md_path.read_text()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict) or report.get("grader_version") != __version__:
+        return None
+    if report.get("file") != sub.origin or report.get("source_sha256") != source_sha256(sub.path):
+        return None
+    return Graded(sub.id, report, markdown)
+
+
+def write_result(outdir: Path, graded: Graded) -> None:
+    """Write one submission's results: the Markdown first, the JSON last (a resume trusts a JSON only
+    with its Markdown beside it)."""
+    write_atomic(outdir / "results" / f"{graded.id}.md", graded.markdown)
+    write_atomic(outdir / "results" / f"{graded.id}.json", json.dumps(graded.report, indent=2) + "\n")
+
+
+def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
+              resume: bool = False, outputs: Outputs = Outputs(),
+              on_result: Callable[[str, Mapping[str, Any]], None] = lambda sid, report: None,
+              on_reused: Callable[[int], None] = lambda count: None) -> BatchRun:
+    """Grade ``submissions`` with ``pool`` into ``outdir`` and write the summaries.
+
+    Each result is written as soon as it finishes (``on_result`` hears of it; ``on_reused``
+    of how many earlier results were kept). A KeyboardInterrupt stops the
+    grading; the results finished so far are kept and summarised (``complete``
+    false, the rest listed as ``pending``) before it is raised again.
+    """
+    outdir = Path(outdir)
+    reuse = prepare(outdir, settings, resume)
+    finished: dict[str, Graded] = {}
+    reused = []
+    if reuse:
+        for sub in submissions:
+            earlier = reusable_result(outdir, sub)
+            if earlier is not None:
+                finished[sub.id] = earlier
+                reused.append(sub.id)
+    todo = [sub for sub in submissions if sub.id not in finished]
+    on_reused(len(reused))
+    interrupted = False
+    try:
+        with contextlib.closing(pool.results(todo)) as stream:
+            for graded in stream:
+                write_result(outdir, graded)
+                finished[graded.id] = graded
+                on_result(graded.id, graded.report)
+    except KeyboardInterrupt:
+        interrupted = True
+    run = write_summaries(submissions, finished, outdir, settings, outputs)
+    run.reused, run.interrupted = reused, interrupted
+    if interrupted:
+        raise BatchInterrupted(run)
+    return run
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A batch stopped by Ctrl-C, after its finished results and summaries were written."""
+
+    def __init__(self, run: BatchRun) -> None:
+        super().__init__()
+        self.run = run
+
+
+def write_summaries(submissions: Sequence[Submission], finished: Mapping[str, Graded], outdir: Path,
+                    settings: Mapping[str, Any], outputs: Outputs) -> BatchRun:
+    """summary.json, summary.csv, report.html, and the optional JUnit and Gradescope files."""
+    reports = {sub.id: finished[sub.id].report for sub in submissions if sub.id in finished}
+    pending = [sub.id for sub in submissions if sub.id not in finished]
+    sources = {}
+    for sub in submissions:
+        if sub.id in finished and sub.path is not None:
+            try:
+                sources[sub.id] = sub.path.read_text(errors="replace")
+            except OSError:
+                pass
+    pairs = similar_pairs(sources, outputs.similarity_threshold)
+    summary = summarise(reports, settings=settings, similarity=pairs, pending=pending)
+    write_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_atomic(outdir / "summary.csv", render_csv(summary))
+    write_atomic(outdir / "report.html", render_html(summary, reports))
+    if outputs.junit is not None:
+        write_atomic(outputs.junit, render_junit(summary, reports))
+    if outputs.gradescope:
+        for sid, report in reports.items():
+            folder = outdir / "gradescope" / sid
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(folder / "results.json", json.dumps(gradescope_results(report), indent=2) + "\n")
+    return BatchRun(summary, reports)

@@ -1,0 +1,238 @@
+"""A batch as tables: the summary (one row per submission), CSV, JUnit XML and Gradescope results.
+
+Everything here reads JSON reports (``Report.to_dict()``), as written to a batch's
+``results/`` folder, so a resumed batch renders results it did not grade itself.
+Candidate text is escaped for each format: formulas in CSV, markup in XML.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import xml.etree.ElementTree as ET
+from typing import Any, Iterable, Mapping, Sequence
+
+from harness.ops import LEVELS
+
+__all__ = ["summarise", "summary_row", "render_csv", "render_junit", "gradescope_results", "CSV_COLUMNS"]
+
+FAILING = ("failed", "error", "timeout")
+
+CSV_COLUMNS = ("id", "status", "score", "max_score", "interview_passed", "needs_review", "gates_failed",
+               "review_flags", "violations", "checks_failed")
+"""The fixed leading columns; per-level and per-concept points, root causes, hash, duration and message follow."""
+
+
+def summary_row(sid: str, report: Mapping[str, Any]) -> dict[str, Any]:
+    """One submission's line of the summary, from its JSON report."""
+    interview = report.get("interview") or {}
+    checks = report.get("checks") or []
+    concepts: dict[str, float] = {}
+    for c in checks:
+        concepts[c["concept"]] = round(concepts.get(c["concept"], 0.0) + c["points"], 2)
+    timings = report.get("timings") or {}
+    return {
+        "id": sid,
+        "file": report.get("file", ""),
+        "status": report["status"],
+        "message": report.get("message", ""),
+        "score": report["score"],
+        "max_score": report["max_score"],
+        "interview_passed": interview.get("passed"),
+        "needs_review": interview.get("needs_review", False),
+        "gates_failed": list(interview.get("gates_failed", [])),
+        "review_flags": len(report["integrity"].get("review", [])),
+        "violations": len(report["integrity"]["violations"]),
+        "checks_failed": sum(c["outcome"] in FAILING for c in checks),
+        "levels": {level: v["score"] for level, v in report["levels"].items()},
+        "concepts": concepts,
+        # a catalogued bug by its id; a failure no catalogued bug explains by its name
+        "root_causes": [str(cause.get("bug") or cause.get("name") or "") for cause in report.get("root_causes", [])],
+        "source_sha256": report.get("source_sha256", ""),
+        "seconds": timings.get("wall", timings.get("total", 0.0)),
+    }
+
+
+def summarise(reports: Mapping[str, Mapping[str, Any]], *, settings: Mapping[str, Any],
+              similarity: Sequence[Mapping[str, Any]] = (), pending: Sequence[str] = ()) -> dict[str, Any]:
+    """The summary of a batch: its settings, the maximum row, one row per report (in the given order),
+    per-concept pass rates over the graded submissions, similar pairs, and what was left ungraded."""
+    rows = [summary_row(sid, report) for sid, report in reports.items()]
+    maximum: dict[str, Any] = {"score": 0.0, "levels": {}, "concepts": {}}
+    for report in reports.values():
+        maximum["score"] = max(maximum["score"], report["max_score"])
+        for level, v in report["levels"].items():
+            maximum["levels"][level] = max(maximum["levels"].get(level, 0.0), v["max_score"])
+        per_concept: dict[str, float] = {}
+        for c in report.get("checks") or []:
+            per_concept[c["concept"]] = per_concept.get(c["concept"], 0.0) + c["max_points"]
+        for concept, points in per_concept.items():
+            maximum["concepts"][concept] = round(max(maximum["concepts"].get(concept, 0.0), points), 2)
+    counts = {status: sum(r["status"] == status for r in rows)
+              for status in ("graded", "error", "timeout", "integrity_violation")}
+    counts.update(total=len(rows), interview_passed=sum(bool(r["interview_passed"]) for r in rows),
+                  needs_review=sum(bool(r["needs_review"]) or r["review_flags"] > 0 for r in rows),
+                  pending=len(pending))
+    return {
+        "settings": dict(settings),
+        "complete": not pending,
+        "pending": list(pending),
+        "counts": counts,
+        "maximum": maximum,
+        "submissions": rows,
+        "concepts": concept_rates(reports.values()),
+        "similarity": [dict(pair) for pair in similarity],
+    }
+
+
+def concept_rates(reports: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per concept over the graded submissions: how many passed every check of it, and the share of its checks passed.
+
+    A check not attempted counts as not passed: a cohort that skips a concept misses it.
+    """
+    rates: dict[str, dict[str, Any]] = {}
+    graded = [r for r in reports if r["status"] == "graded"]
+    for report in graded:
+        by_concept: dict[str, list[str]] = {}
+        for c in report["checks"]:
+            by_concept.setdefault(c["concept"], []).append(c["outcome"])
+        for concept, outcomes in by_concept.items():
+            entry = rates.setdefault(concept, {"candidates": 0, "all_passed": 0, "checks": 0, "checks_passed": 0})
+            entry["candidates"] += 1
+            entry["all_passed"] += all(o == "passed" for o in outcomes)
+            entry["checks"] += len(outcomes)
+            entry["checks_passed"] += sum(o == "passed" for o in outcomes)
+    for entry in rates.values():
+        entry["pass_rate"] = round(entry["all_passed"] / entry["candidates"], 3)
+        entry["check_pass_rate"] = round(entry["checks_passed"] / entry["checks"], 3) if entry["checks"] else 0.0
+    return dict(sorted(rates.items(), key=lambda kv: (kv[1]["pass_rate"], kv[0])))
+
+
+def render_csv(summary: Mapping[str, Any]) -> str:
+    """The summary as CSV: a header, then the maximum points, then one row per submission."""
+    levels = [level for level in LEVELS if level in summary["maximum"]["levels"]]
+    concepts = sorted(summary["maximum"]["concepts"])
+    header = [*CSV_COLUMNS, *levels, *(f"concept:{c}" for c in concepts), "root_causes", "source_sha256",
+              "seconds", "message"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    maximum = summary["maximum"]
+    writer.writerow(["(maximum)", "", _points(maximum["score"]), _points(maximum["score"]), "", "", "", "", "", "",
+                     *(_points(maximum["levels"][level]) for level in levels),
+                     *(_points(maximum["concepts"][c]) for c in concepts), "", "", "", ""])
+    for row in summary["submissions"]:
+        writer.writerow([
+            _cell(row["id"]), row["status"], _points(row["score"]), _points(row["max_score"]),
+            _flag(row["interview_passed"]),
+            _flag(row["needs_review"]), _cell(";".join(row["gates_failed"])), row["review_flags"], row["violations"],
+            row["checks_failed"],
+            *(_points(row["levels"].get(level)) for level in levels),
+            *(_points(row["concepts"].get(c)) for c in concepts),
+            _cell(";".join(row["root_causes"])), row["source_sha256"], row["seconds"], _cell(row["message"]),
+        ])
+    return out.getvalue()
+
+
+def _points(value: Any) -> str:
+    """Points as the JSON rounds them, always with a decimal point; empty where a row has none."""
+    return "" if value is None else str(round(float(value), 2))
+
+
+def _flag(value: Any) -> str:
+    return "" if value is None else ("yes" if value else "no")
+
+
+def _cell(text: str) -> str:
+    """Text a spreadsheet shows as text: a leading = + - @ (a formula to Excel and its kin) gets a quote first."""
+    text = str(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: Any) -> str:
+    """Text that XML 1.0 can hold: characters it forbids become U+FFFD."""
+    return _XML_ILLEGAL.sub("\ufffd", str(text))
+
+
+def render_junit(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]) -> str:
+    """JUnit XML: one test suite per submission, one test case per check.
+
+    A submission that could not be graded (or broke integrity) is one test case of
+    its own, ``grade``, with an error saying why.
+    """
+    suites = ET.Element("testsuites", name="grade batch")
+    for row in summary["submissions"]:
+        report = reports[row["id"]]
+        suite = ET.SubElement(suites, "testsuite", name=_xml_text(row["id"]))
+        cases = []
+        if report["status"] != "graded":
+            case = ET.SubElement(suite, "testcase", classname=_xml_text(row["id"]), name="grade")
+            why = report.get("message") or "; ".join(report["integrity"]["violations"]) or report["status"]
+            ET.SubElement(case, "error", type=report["status"], message=_xml_text(why.splitlines()[0] if why else ""))
+            cases.append("error")
+        for c in report.get("checks") or []:
+            case = ET.SubElement(suite, "testcase", classname=_xml_text(f"{row['id']}.{c['level']}"),
+                                 name=_xml_text(c["id"]), time=f"{c.get('seconds', 0.0):.3f}")
+            message = _xml_text(c["message"].splitlines()[0] if c["message"] else c["outcome"])
+            if c["outcome"] == "failed":
+                ET.SubElement(case, "failure", type="failed", message=message).text = _xml_text(_check_text(c))
+            elif c["outcome"] in ("error", "timeout"):
+                ET.SubElement(case, "error", type=c["outcome"], message=message).text = _xml_text(_check_text(c))
+            elif c["outcome"] in ("not_attempted", "skipped"):
+                ET.SubElement(case, "skipped", message=message)
+            cases.append(c["outcome"])
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(cases.count("failed")))
+        suite.set("errors", str(sum(o in ("error", "timeout") for o in cases)))
+        suite.set("skipped", str(sum(o in ("not_attempted", "skipped") for o in cases)))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _check_text(check: Mapping[str, Any]) -> str:
+    """A failing check's message, worst element, snippet and hint as plain text."""
+    lines = [check["message"]]
+    details = check.get("details") or {}
+    worst = details.get("worst") or {}
+    if worst.get("index") is not None:
+        lines.append(f"worst element {worst.get('index')}: got {worst.get('got')}, expected {worst.get('expected')}")
+    if details.get("snippet"):
+        lines += ["reproduce:", str(details["snippet"])]
+    if details.get("hint"):
+        lines.append(f"hint: {details['hint']}")
+    return "\n".join(lines)
+
+
+def gradescope_results(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A Gradescope ``results.json`` for one submission: one test per check, plain-text output only."""
+    tests = []
+    for c in report.get("checks") or []:
+        text = _check_text(c) if c["outcome"] in FAILING else c["message"]
+        tests.append({
+            "name": f"{c['id']}: {c['title']}",
+            "score": c["points"],
+            "max_score": c["max_points"],
+            "status": "passed" if c["outcome"] == "passed" else "failed",
+            "output": text,
+            "output_format": "text",
+            "visibility": "visible",
+            "tags": [c["level"], c["concept"]],
+        })
+    output = [f"{report['status']}: score {report['score']} of {report['max_score']}"]
+    if report.get("message"):
+        output.append(report["message"])
+    output += [f"integrity violation: {v}" for v in report["integrity"]["violations"]]
+    return {
+        "score": report["score"],
+        "max_score": report["max_score"],
+        "output": "\n".join(output),
+        "output_format": "text",
+        "test_output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
