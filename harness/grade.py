@@ -265,7 +265,9 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 
 
 _LATE_IMPORTS = (
-    "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.report.render",
+    "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
+    "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
+    "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )

@@ -34,6 +34,9 @@ __all__ = ["search_settings", "drawn_programs", "SHIPPED", "write_shipped"]
 SHIPPED: Final = Path(__file__).resolve().parent.parent / "data" / "examples"
 """Programs drawn for the default settings, shipped so that a first grade does not draw them."""
 
+_DRAWING: Final = 2
+"""Changes whenever the way programs are drawn changes without a new grader version."""
+
 _memory: dict[str, tuple[Program, ...]] = {}
 _lock = threading.Lock()
 
@@ -78,7 +81,8 @@ def _draw(strategy: Any, max_examples: int, seed_value: int) -> tuple[Program, .
 
 def _name(key: str, max_examples: int, seed_value: int) -> str:
     # Versions too: another hypothesis (or grader) may draw other programs for the same seed.
-    text = f"{key}|{max_examples}|{seed_value}|hypothesis {hypothesis.__version__}|grader {__version__}"
+    text = (f"{key}|{max_examples}|{seed_value}|hypothesis {hypothesis.__version__}|grader {__version__}"
+            f"|drawing {_DRAWING}")
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -100,8 +104,9 @@ def _store(path: Path, programs: tuple[Program, ...]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.partial")
-        with gzip.open(partial, "wt", encoding="utf-8") as f:
-            json.dump([p.to_wire() for p in programs], f)
+        data = json.dumps([p.to_wire() for p in programs]).encode()
+        with open(partial, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as f:
+            f.write(data)
         os.replace(partial, path)
     except OSError:
         pass
