@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -99,13 +100,68 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     from harness.grade import GradeOptions, preflight
     from harness.report.model import Report, exit_code
     from harness.report.render import RENDERERS
-    from harness.sandbox import Launcher, SandboxUnavailable
 
     isolation = "sandbox" if require_sandbox else "auto"
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
                            max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    launcher: Launcher | None = None
+    if watch:
+        _watch(path, options, fmt, colour, output_dir)
+    try:
+        early = preflight(path, options)
+    except HarnessError as exc:
+        _fail(str(exc))
+    if isinstance(early, Report):
+        report = early
+    else:
+        launcher = None if early.findings.violations else _launcher(isolation)
+        try:
+            report = _grade(path, options, launcher)
+        finally:
+            if launcher is not None:
+                launcher.close()
+    click.echo(RENDERERS[fmt](report, colour))
+    if output_dir is not None:
+        _write_formats(report, output_dir, path.stem)
+    sys.exit(exit_code(report))
+
+
+def _launcher(isolation: str) -> Any:
+    from harness.sandbox import Launcher, SandboxUnavailable
+
+    try:
+        return Launcher(isolation)  # imports torch in the sandbox while the grader does here
+    except SandboxUnavailable as exc:
+        _fail(f"{exc}; --require-sandbox refuses to grade without it")
+
+
+def _grade(path: Path, options: Any, sandbox: Any) -> Any:
+    from harness.grade import grade
+
+    _settle_after_imports()
+    try:
+        return grade(path, options, sandbox)
+    except HarnessError as exc:
+        _fail(str(exc))
+
+
+def _watch(path: Path, options: Any, fmt: str, colour: bool, output_dir: Path | None) -> None:
+    """Grade on every save: the core level first (on screen in about a second), then the rest, and what changed.
+
+    The template stays warm between saves and the next submission's sandbox is opened
+    while the candidate edits, so a grade starts the moment the file changes.
+    """
+    import dataclasses
+
+    from harness.grade import grade, preflight
+    from harness.report.model import Report, combine
+    from harness.sandbox import Limits
+
+    launcher = _launcher(options.isolation)
+    _settle_after_imports()
+    limits = Limits(memory_mb=options.memory_mb)
+    spare = None
+    previous: Report | None = None
     try:
         while True:
             report: Report | None = None
@@ -114,30 +170,49 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
                 if isinstance(early, Report):
                     report = early
                 else:
-                    if launcher is None and not early.findings.violations:
-                        try:
-                            launcher = Launcher(isolation)  # imports torch in the sandbox while we do here
-                        except SandboxUnavailable as exc:
-                            _fail(f"{exc}; --require-sandbox refuses to grade without it")
-                    from harness.grade import grade
-
-                    _settle_after_imports()
-                    report = grade(path, options, launcher)
+                    box = spare or launcher.sandbox(limits)
+                    spare = None
+                    try:
+                        if options.level == "all":
+                            report = grade(path, dataclasses.replace(options, level="core"), box)
+                            _show(report, fmt, colour, previous, "grading the follow-ups and extensions...")
+                            rest = grade(path, dataclasses.replace(options, levels=("followups", "extensions")),
+                                         launcher)
+                            report = combine(report, rest)
+                        else:
+                            report = grade(path, options, box)
+                    finally:
+                        box.close()
             except HarnessError as exc:
-                if not watch:
-                    _fail(str(exc))
                 click.echo(f"error: {exc}", err=True)
             if report is not None:
-                click.echo(RENDERERS[fmt](report, colour))
+                _show(report, fmt, colour, previous, None)
                 if output_dir is not None:
                     _write_formats(report, output_dir, path.stem)
-            if not watch:
-                sys.exit(exit_code(report))
+                previous = report
+            spare = launcher.sandbox(limits)
             _wait_for_change(path)
-            click.clear() if colour else click.echo("\n" + "=" * 60 + "\n")
     finally:
-        if launcher is not None:
-            launcher.close()
+        if spare is not None:
+            spare.close()
+        launcher.close()
+
+
+def _show(report: Any, fmt: str, colour: bool, previous: Any, pending: str | None) -> None:
+    from harness.report.model import changes
+    from harness.report.render import RENDERERS
+
+    if colour:
+        click.clear()
+    else:
+        click.echo("\n" + "=" * 60 + "\n")
+    click.echo(RENDERERS[fmt](report, colour))
+    if previous is not None and pending is None:
+        click.echo(click.style("\nsince the last save:", bold=True) if colour else "\nsince the last save:")
+        for line in changes(previous, report):
+            click.echo(f"  {line}")
+    if pending:
+        click.echo(f"\n{pending}", err=True)
 
 
 def _write_formats(report, folder: Path, stem: str) -> None:

@@ -398,8 +398,16 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
                 evidence = Evidence(smaller, observed, expected)
         except Exception:  # a second run is a bonus: whatever goes wrong, keep the original
             pass
+    details = {**details, "graph": evidence.program.summary()}
+    if len(evidence.program.steps) > SNIPPET_STEPS:
+        details.pop("snippet", None)  # thousands of lines help no one: the message says what to look at
+        return evidence, details
     snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
-    return evidence, {**details, "snippet": snippet, "graph": evidence.program.expression()}
+    return evidence, {**details, "snippet": snippet}
+
+
+SNIPPET_STEPS = 40
+"""Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
 
 
 _FEATURES = {

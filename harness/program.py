@@ -289,6 +289,13 @@ class Program:
                 lines.append(f"print('{leaf.name}.grad:', {leaf.name}.grad, 'expected:', {literal})")
         return "\n".join(lines)
 
+    def summary(self, steps: int = 8) -> str:
+        """``expression()`` for a small program; the first steps and a count for a large one."""
+        if len(self.steps) <= steps:
+            return self.expression()
+        head = Program(self.leaves, self.steps[:3], self.steps[2].name).expression()
+        return f"{head}; ... ({len(self.steps)} steps in all)"
+
     def expression(self) -> str:
         """The steps as one line each, for messages: ``h = x @ W; y = h.sum()``."""
         return "; ".join(

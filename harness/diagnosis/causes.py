@@ -157,7 +157,7 @@ def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
             "name": f"{smallest.concept} failures around {syntax}",
             "concept": smallest.concept,
             "explanation": (f"No catalogued bug reproduces these failures. The op nearest to what goes wrong "
-                            f"is {syntax}; the smallest failing graph is {smallest.evidence.program.expression()}, "
+                            f"is {syntax}; the smallest failing graph is {smallest.evidence.program.summary()}, "
                             f"where {_first_line(smallest.message)}"),
             "hint": smallest.details.get("hint", ""),
             "checks": [r.id for r in members],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-__all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code"]
+__all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combine", "changes"]
 
 OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
 STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
@@ -93,6 +93,56 @@ class Report:
             # values): a consumer must escape it wherever it shows it.
             "candidate_text": list(CANDIDATE_TEXT_FIELDS),
         }
+
+
+def combine(first: Report, rest: Report) -> Report:
+    """One report from two grades of the same file over different levels (``--watch`` grades core first).
+
+    ``first`` holds the core level and decides the interview; ``rest`` adds the other levels.
+    """
+    levels = {**rest.levels, **first.levels}
+    order = list(rest.levels) or list(levels)
+    levels = {level: levels[level] for level in sorted(levels, key=lambda l: order.index(l) if l in order else -1)}
+    causes: dict[Any, dict[str, Any]] = {}
+    for cause in (*first.root_causes, *rest.root_causes):
+        key = cause.get("bug") or cause.get("name")
+        if key in causes:
+            merged = causes[key]
+            causes[key] = {**merged, "checks": [*merged.get("checks", []), *cause.get("checks", [])],
+                           "points": round(merged.get("points", 0.0) + cause.get("points", 0.0), 2)}
+        else:
+            causes[key] = dict(cause)
+    statuses = ("integrity_violation", "timeout", "error", "graded")
+    status = min(first.status, rest.status, key=statuses.index)
+    return Report(
+        file=first.file, status=status, score=sum(v["score"] for v in levels.values()),
+        max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=first.checks + rest.checks,
+        integrity_violations=tuple(dict.fromkeys(first.integrity_violations + rest.integrity_violations)),
+        message=first.message or rest.message, seed=first.seed, interview=first.interview,
+        output={k: first.output.get(k, "") + rest.output.get(k, "") for k in ("stdout", "stderr")},
+        timings={**rest.timings, **first.timings}, grader_version=first.grader_version,
+        integrity_review=tuple({(e.get("line"), e.get("construct")): e for e in
+                                (*first.integrity_review, *rest.integrity_review)}.values()),
+        root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
+        isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
+    )
+
+
+def changes(before: Report, after: Report) -> list[str]:
+    """What changed between two grades of one file, for ``--watch``: one line per kind of change."""
+    old = {c.id: c.outcome for c in before.checks}
+    lines = []
+    for verb, test in (("pass", lambda o, n: n == "passed" and o != "passed"),
+                       ("fail", lambda o, n: n in ("failed", "error", "timeout") and o == "passed")):
+        ids = [c.id for c in after.checks if c.id in old and test(old[c.id], c.outcome)]
+        if ids:
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            counted = f"1 check now {verb}s" if len(ids) == 1 else f"{len(ids)} checks now {verb}"
+            lines.append(f"{counted}: {shown}")
+    delta = after.score - before.score
+    if abs(delta) >= 0.05:
+        lines.append(f"score {before.score:.1f} -> {after.score:.1f} ({delta:+.1f})")
+    return lines or ["no check changed its outcome"]
 
 
 def exit_code(report: Report) -> int:
