@@ -77,7 +77,9 @@ def _isolate_imports() -> None:
               help="Grade only this level.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random graphs.")
 @click.option("--specs", "specs", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="Spec folder or file to use instead of the shipped library (repeatable).")
+              help="Spec folder or file to grade with, besides the shipped library (repeatable).")
+@click.option("--only-specs", "only_specs", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="Spec folder or file to grade with instead of the shipped library (repeatable).")
 @click.option("--rubric", type=click.Path(dir_okay=False, path_type=Path), help="Rubric YAML replacing the default.")
 @click.option("--class-name", default="Tensor", show_default=True, help="The submission's tensor class.")
 @click.option("--max-examples", type=click.IntRange(1, 100_000), default=200, show_default=True,
@@ -91,7 +93,8 @@ def _isolate_imports() -> None:
               help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
 @click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the report as JSON, Markdown and text into this folder.")
-def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], rubric: Path | None,
+def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
+               rubric: Path | None,
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
                require_sandbox: bool, output_dir: Path | None) -> None:
     """Grade the submission PATH."""
@@ -102,8 +105,9 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     from harness.report.render import RENDERERS
 
     isolation = "sandbox" if require_sandbox else "auto"
-    options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs, rubric=rubric,
-                           max_examples=max_examples, time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
+    options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
+                           replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
+                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if watch:
         _watch(path, options, fmt, colour, output_dir)
@@ -124,6 +128,13 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
     sys.exit(exit_code(report))
+
+
+def specs_replaced(specs: tuple[Path, ...], only_specs: tuple[Path, ...]) -> bool:
+    """Whether the spec folders replace the shipped library; --specs and --only-specs do not mix."""
+    if specs and only_specs:
+        _fail("--specs adds to the shipped library and --only-specs replaces it: use one of them")
+    return bool(only_specs)
 
 
 def _launcher(isolation: str) -> Any:

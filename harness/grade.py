@@ -26,7 +26,7 @@ from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
-__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader"]
+__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -38,7 +38,8 @@ class GradeOptions:
     seed: int = 0
     class_name: str = "Tensor"
     specs: tuple[Path, ...] = ()
-    """Spec folders or files; empty means the shipped library."""
+    """Spec folders or files added to the shipped library (with ``replace_specs``, used instead of it)."""
+    replace_specs: bool = False
     rubric: Path | None = None
     max_examples: int = 200
     """Hypothesis examples for the core property check (the others draw a share of it)."""
@@ -79,7 +80,7 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
 
     plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run, c.cost)
             for c in CHECKS]
-    for case in load_cases(list(options.specs) or [DEFAULT_SPECS_DIR]):
+    for case in load_cases(spec_paths(options)):
         plan.append(PlannedCheck(
             f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
             frozenset(case.requirements), 30.0, _spec_runner(case), cost=0.01, isolated=False,
@@ -92,6 +93,13 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     if options.levels:
         plan = [c for c in plan if c.level in options.levels]
     return plan
+
+
+def spec_paths(options: GradeOptions) -> list[Path]:
+    """The spec folders and files a grade with ``options`` loads."""
+    from harness.specs import DEFAULT_SPECS_DIR
+
+    return list(options.specs) if options.replace_specs else [DEFAULT_SPECS_DIR, *options.specs]
 
 
 def _spec_runner(case: Any) -> Callable[[Any], None]:

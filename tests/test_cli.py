@@ -151,3 +151,25 @@ def test_an_invalid_spec_folder_is_a_one_line_error(invoke, submission, tmp_path
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {specs / 'bad.yaml'}:6:")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_specs_add_to_the_shipped_library_and_only_specs_replace_it(monkeypatch, invoke, submission, tmp_path):
+    seen = []
+    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: seen.append(options) or _report())
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("[]\n")
+    invoke(submission, "--specs", folder)
+    invoke(submission, "--only-specs", folder)
+    assert [(o.specs, o.replace_specs) for o in seen] == [((folder,), False), ((folder,), True)]
+    both = invoke(submission, "--specs", folder, "--only-specs", folder)
+    assert both.exit_code == 2
+    assert both.stderr == "error: --specs adds to the shipped library and --only-specs replaces it: use one of them\n"
+
+
+def test_an_empty_spec_folder_is_an_error(invoke, submission, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = invoke(submission, "--specs", empty)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {empty}: no spec files (*.yaml) in this folder\n"

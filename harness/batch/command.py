@@ -13,7 +13,8 @@ from harness.errors import HarnessError
 
 __all__ = ["batch"]
 
-SHARED_OPTIONS = ("level", "seed", "specs", "rubric", "class_name", "max_examples", "time_limit", "memory_mb")
+SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name", "max_examples", "time_limit",
+                  "memory_mb")
 """Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli)."""
 
 
@@ -102,8 +103,12 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
 def _options(values: dict, isolation: str):
     from harness.grade import GradeOptions
 
+    from harness.cli import specs_replaced
+
+    specs, only = tuple(values["specs"]), tuple(values["only_specs"])
     return GradeOptions(level=values["level"], seed=values["seed"], class_name=values["class_name"],
-                        specs=tuple(values["specs"]), rubric=values["rubric"], max_examples=values["max_examples"],
+                        specs=specs + only, replace_specs=specs_replaced(specs, only), rubric=values["rubric"],
+                        max_examples=values["max_examples"],
                         time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation)
 
 

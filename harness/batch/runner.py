@@ -59,7 +59,7 @@ class BatchRun:
 def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
     """Everything a result depends on besides its source: the grader's version, the options, and the
     content (not the names) of the rubric and specs used."""
-    from harness.specs import DEFAULT_SPECS_DIR
+    from harness.grade import spec_paths
 
     return {
         "grader_version": __version__,
@@ -72,7 +72,7 @@ def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
         "isolation": options.isolation,
         "entry": entry,
         "rubric_sha256": _digest([options.rubric]) if options.rubric else "default",
-        "specs_sha256": _digest(list(options.specs) or [DEFAULT_SPECS_DIR]),
+        "specs_sha256": _digest(spec_paths(options)),
     }
 
 

@@ -253,15 +253,18 @@ def _append(out: Path, text: str) -> None:
 
 @spec.command("fill")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--force", is_flag=True, help="Rewrite every expect block, also those that are complete and right.")
+@click.option("--force", is_flag=True,
+              help="Also replace expect blocks written by hand (wrong, incomplete, or complete and right).")
 def fill_command(files: tuple[Path, ...], force: bool) -> None:
     """Add or refresh the torch-computed expect block of every case in FILES.
 
-    A case without an expect block gets one; a block that disagrees with
-    torch or leaves out the output or a gradient is rewritten; a complete,
-    correct block is kept as written unless --force. Nothing else in the file
-    changes: comments, quoting and key order are kept. Cases that are invalid
-    for other reasons are reported and left alone (exit 1).
+    A case without an expect block gets one; a block that fill wrote before is
+    recomputed. A block written by hand is never replaced silently: when it
+    disagrees with torch or leaves out the output or a gradient, fill prints the
+    old and the new lines and leaves the file alone (exit 1) unless --force; a
+    complete, correct one is kept as written unless --force. Nothing else in the
+    file changes: comments, quoting and key order are kept. Cases that are
+    invalid for other reasons are reported and left alone (exit 1).
     """
     failed = False
     for path in files:
@@ -274,6 +277,13 @@ def fill_command(files: tuple[Path, ...], force: bool) -> None:
         for error in result.errors:
             click.echo(str(error))
         failed |= bool(result.errors)
+        if result.by_hand and not force:
+            for case_id, old, new in result.by_hand:
+                click.echo(f"{path}: {case_id}: the expect block written by hand is not what torch computes:")
+                click.echo("\n".join([*(f"  - {line}" for line in old), *(f"  + {line}" for line in new)]))
+            click.echo(f"{path}: not changed; rerun with --force to replace expectations written by hand")
+            failed = True
+            continue
         if result.text != parsed.text:
             recheck = specs.parse_file(path, result.text)
             valid_before = sum(c.case is not None for c in parsed.cases)

@@ -83,6 +83,8 @@ class SpecError(ValueError):
         self.message = message
 
     def __str__(self) -> str:
+        if not self.line:  # about a whole file or folder
+            return f"{self.path}: {self.message}"
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
 
 
@@ -903,12 +905,17 @@ class CheckResult:
 
 
 def check(paths: Iterable[str | Path]) -> CheckResult:
-    """Validate every case under ``paths``, including that ids are unique across all of them."""
+    """Validate every case under ``paths``, including that ids are unique across all of them.
+
+    A folder without any spec file is an error: grading with it would silently grade nothing.
+    """
+    paths = list(paths)
     files = spec_files(paths)
     with _loading():
         parsed = [parse_file(path) for path in files]
     seen: dict[str, SpecError] = {}
-    errors: list[SpecError] = []
+    errors: list[SpecError] = [SpecError(path, 0, 0, "no spec files (*.yaml) in this folder")
+                               for path in map(Path, paths) if path.is_dir() and not any(path.rglob("*.yaml"))]
     cases: list[SpecCase] = []
     for file in parsed:
         errors += file.errors

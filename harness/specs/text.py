@@ -114,6 +114,8 @@ class FillResult:
     refreshed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
+    by_hand: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
+    """(case id, old lines, new lines) for each refreshed block that an author wrote (no fill marker)."""
 
 
 def _last_line(node: yaml.Node, lines: Sequence[str]) -> int:
@@ -164,7 +166,8 @@ def fill(parsed: ParsedFile, keep: Collection[int] = ()) -> FillResult:
             start, end = key.start_mark.line, _last_line(value, lines) + 1
             # Keep whatever precedes the key on its line ("- " when expect comes first).
             block[1] = lines[start][: key.start_mark.column] + block[1][indent:]
-            if start > 0 and lines[start - 1].strip().startswith(_MARKER_PREFIX):
+            filled_before = start > 0 and lines[start - 1].strip().startswith(_MARKER_PREFIX)
+            if filled_before:
                 start -= 1
             old = [line.rstrip("\r\n") for line in lines[start:end]]
             if old == block:
@@ -172,6 +175,8 @@ def fill(parsed: ParsedFile, keep: Collection[int] = ()) -> FillResult:
                 continue
             edits.append((start, end, block))
             result.refreshed.append(entry.case.id)
+            if not filled_before:
+                result.by_hand.append((entry.case.id, old, block))
         else:
             last = _last_line(node, lines) + 1
             edits.append((last, last, block))

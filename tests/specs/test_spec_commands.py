@@ -282,7 +282,15 @@ def test_fill_adds_and_refreshes_expect_blocks_keeping_the_rest(tmp_path: Path) 
     # sum is 8 and the grad is 1 where x > 0; x*x at 2 is 4 with grad 2x = 4.
     path = tmp_path / "cases.yaml"
     path.write_text(AUTHORED)
-    result = grade("fill", path)
+    refused = grade("fill", path)
+    assert refused.exit_code == 1
+    assert refused.output.splitlines()[:2] == [
+        f"{path}: t.fill.two: the expect block written by hand is not what torch computes:", "  -   expect:"]
+    assert "  -     output: 99.0   # stale" in refused.output and "  +     output: 8.0" in refused.output
+    assert refused.output.splitlines()[-1] == (f"{path}: not changed; rerun with --force to replace expectations "
+                                               "written by hand")
+    assert path.read_text() == AUTHORED
+    result = grade("fill", "--force", path)
     assert (result.exit_code, result.output) == (0, f"{path}: 2 expect blocks added, 1 refreshed, 0 unchanged\n")
     assert path.read_text() == FILLED
     assert grade("check", path).exit_code == 0
@@ -306,7 +314,7 @@ def test_fill_reports_invalid_cases_and_fills_the_others(tmp_path: Path) -> None
 def test_fill_keeps_a_prefix_when_expect_is_the_first_key(tmp_path: Path) -> None:
     path = tmp_path / "cases.yaml"
     path.write_text("- expect: {output: 1.0}\n  " + VALID[2:])
-    result = grade("fill", path)
+    result = grade("fill", "--force", path)
     assert result.exit_code == 0, result.output
     assert [float(c.explicit.output) for c in load_cases([path])] == [5.0]
 
