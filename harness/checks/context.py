@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import torch
 
 from harness.compare import DEFAULT_TOLERANCE, Mismatch, Tolerance, compare, tolerance_for
+from harness.integrity.evidence import from_reply
 from harness.program import Outcome, Program, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 
@@ -118,6 +119,8 @@ class Shared:
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.violations: list[str] = []
+        self.review: list[Any] = []
+        """Integrity review entries seen at run time (``harness.integrity.ReviewEntry``)."""
         self.output: dict[str, str] = {"stdout": "", "stderr": ""}
         self.timeouts = 0
         self.timeout_seconds = 0.0
@@ -134,6 +137,10 @@ class Shared:
     def add_violations(self, found: Sequence[str]) -> None:
         with self.lock:
             self.violations.extend(v for v in found if v not in self.violations)
+
+    def add_review(self, found: Sequence[Any]) -> None:
+        with self.lock:
+            self.review.extend(e for e in found if e not in self.review)
 
     def add_output(self, streams: dict[str, str]) -> None:
         with self.lock:
@@ -192,7 +199,7 @@ class Context:
             except WorkerDied as exc:
                 raise CandidateError(str(exc)) from None
             hello = self._worker.hello
-            self.shared.add_violations(hello.get("violations", []))
+            self._add_evidence(hello)
             if hello.get("kind") == "import_error":
                 raise CandidateError(f"importing the submission raised {describe_error(hello['error'])}")
         return self._worker
@@ -215,12 +222,14 @@ class Context:
             raise CandidateTimeout(f"{what}: no answer within {timeout:g} s (the process was killed)") from None
         except WorkerDied as exc:
             raise CandidateError(f"{what}: {exc}") from None
-        found = list(reply.get("violations", []))
-        for name, grad in (reply.get("grads") or {}).items():
-            if isinstance(grad, dict) and grad.get("autograd"):
-                found.append(f"{name}.grad carries torch autograd history (requires_grad or grad_fn)")
-        self.shared.add_violations(found)
+        self._add_evidence(reply)
         return reply
+
+    def _add_evidence(self, reply: dict[str, Any]) -> None:
+        """Integrity evidence in a worker's message: it can only add violations and review entries."""
+        violations, review = from_reply(reply)
+        self.shared.add_violations(violations)
+        self.shared.add_review(review)
 
     # ---- programs ----
 

@@ -66,7 +66,6 @@ _PARTIAL_DENIED: Final[dict[str, frozenset[str]]] = {
                         "CellType", "MethodWrapperType", "BuiltinFunctionType", "BuiltinMethodType"}),
     "numpy": frozenset({"ctypeslib", "lib", "core", "load", "save", "savez", "fromfile", "memmap", "DataSource",
                         "testing", "f2py", "distutils", "frombuffer", "from_dlpack"}),
-    "operator": frozenset({"attrgetter", "methodcaller"}),
 }
 
 WHY: Final[dict[str, str]] = {
@@ -231,7 +230,7 @@ def classify(path: str) -> Verdict | None:
         return "review", _sys_reason(member) if allowed == "sys" else WHY["objects"]
     if allowed in _PARTIAL_DENIED and (member in _PARTIAL_DENIED[allowed] or
                                        (allowed == "numpy" and member.startswith("_") and not _dunder(member))):
-        return "review", {"types": WHY["code"], "numpy": WHY["memory"], "operator": WHY["getattr"]}[allowed]
+        return "review", {"types": WHY["code"], "numpy": WHY["memory"]}[allowed]
     return None
 
 

@@ -244,9 +244,11 @@ def _self_test_only(tree: ast.Module, main_blocks: list[ast.If]) -> list[ast.stm
 
 @dataclass(frozen=True)
 class _Binding:
-    kind: str  # "module", "expr", "def", "iter", "param", "unknown"
+    kind: str  # "module", "expr", "def", "iter", "items", "param", "unknown"
     value: Any = None
     extra: Any = None
+    scope: int = 0
+    """The function (or class body) the name is bound in: id of its node, 0 for the module."""
 
 
 class _Facts:
@@ -269,20 +271,78 @@ class _Facts:
         self.methods: set[int] = set()
         self.imported: set[str] = set()
         """Modules named by import statements (canonical names), flagged there when not allowed."""
-        called: set[int] = set()
-        loads: list[ast.AST] = []
-        for node in _live_walk(tree, self.skipped):
-            self._collect(node)
-            if isinstance(node, ast.Call):
-                called.add(id(node.func))
-            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-                loads.append(node)
-        for node in loads:
-            if id(node) not in called:
+        self.scope_of: dict[int, int] = {}
+        """Scope of every name in the live code (id of a Name node -> scope id)."""
+        self.parent_scope: dict[int, int] = {0: 0}
+        self._scope = 0
+        self._globals: dict[int, set[str]] = {}
+        self._called: set[int] = set()
+        self._loads: list[ast.AST] = []
+        self._walk(tree, 0, 0)
+        for node in self._loads:
+            if id(node) not in self._called:
                 self.escaped.add(node.id if isinstance(node, ast.Name) else "." + node.attr)
 
+    def _walk(self, node: ast.AST, scope: int, function_scope: int) -> None:
+        """Collect facts in source order, knowing which scope each binding and name belongs to."""
+        self._scope = scope
+        self._collect(node)
+        if isinstance(node, ast.Call):
+            self._called.add(id(node.func))
+        elif isinstance(node, ast.Name):
+            self.scope_of[id(node)] = scope
+            if isinstance(node.ctx, ast.Load):
+                self._loads.append(node)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            self._loads.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            outer = list(getattr(node, "decorator_list", [])) + node.args.defaults + [
+                d for d in node.args.kw_defaults if d is not None]
+            if getattr(node, "returns", None) is not None:
+                outer.append(node.returns)
+            inner = id(node)
+            self.parent_scope[inner] = function_scope
+            for child in outer:
+                self._walk(child, scope, function_scope)
+            self._scope = inner
+            self._params(node, node.args)
+            for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs + [node.args.vararg,
+                                                                                       node.args.kwarg]:
+                if a is not None and a.annotation is not None:
+                    self._walk(a.annotation, scope, function_scope)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            for child in body:
+                if id(child) not in self.skipped:
+                    self._walk(child, inner, inner)
+            return
+        if isinstance(node, ast.ClassDef):
+            for child in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+                self._walk(child, scope, function_scope)
+            inner = id(node)
+            self.parent_scope[inner] = function_scope
+            for child in node.body:
+                if id(child) not in self.skipped:
+                    self._walk(child, inner, function_scope)
+            return
+        for child in ast.iter_child_nodes(node):
+            if id(child) not in self.skipped:
+                self._walk(child, scope, function_scope)
+
     def bind(self, name: str, binding: _Binding) -> None:
-        self.names.setdefault(name, []).append(binding)
+        scope = 0 if name in self._globals.get(self._scope, ()) else self._scope
+        self.names.setdefault(name, []).append(_Binding(binding.kind, binding.value, binding.extra, scope))
+
+    def lookup(self, name: str, scope: int) -> list[_Binding]:
+        """The bindings a name has where it is used: its own scope's, else the enclosing functions', else the module's."""
+        bindings = self.names.get(name, [])
+        while True:
+            found = [b for b in bindings if b.scope == scope]
+            if found or scope == 0:
+                return found
+            scope = self.parent_scope.get(scope, 0)
+
+    def bindings_of(self, node: ast.Name) -> list[_Binding]:
+        return self.lookup(node.id, self.scope_of.get(id(node), 0))
 
     def _collect(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
@@ -328,9 +388,8 @@ class _Facts:
             self.bind(node.name, _Binding("def", node))
             self.functions.setdefault(node.name, []).append(node)
             self.defined.add(node.name)
-            self._params(node, node.args)
-        elif isinstance(node, ast.Lambda):
-            self._params(node, node.args)
+        elif isinstance(node, ast.Global):
+            self._globals.setdefault(self._scope, set()).update(node.names)
         elif isinstance(node, ast.ClassDef):
             self.bind(node.name, _Binding("def", node))
             self.classes.add(node.name)
@@ -376,8 +435,15 @@ class _Facts:
     def _assign_iter(self, target: ast.expr, iterable: ast.expr) -> None:
         if isinstance(target, ast.Name):
             self.bind(target.id, _Binding("iter", iterable))
-        else:
-            self._unknown(target)
+            return
+        if (isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts)
+                and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute)
+                and iterable.func.attr == "items" and not iterable.args):
+            # for k, v in D.items(): keys and values of D, looked up when resolved
+            self.bind(target.elts[0].id, _Binding("items", iterable.func.value, 0))
+            self.bind(target.elts[1].id, _Binding("items", iterable.func.value, 1))
+            return
+        self._unknown(target)
 
     def _unknown(self, target: ast.expr) -> None:
         for n in ast.walk(target):
@@ -405,14 +471,6 @@ def _class_body_targets(item: ast.stmt) -> Iterator[str]:
             yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))
     elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
         yield item.target.id
-
-
-def _live_walk(tree: ast.AST, skipped: set[int]) -> Iterator[ast.AST]:
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        todo.extend(child for child in ast.iter_child_nodes(node) if id(child) not in skipped)
 
 
 # ---- resolution: names to dotted paths -----------------------------------------------------------
@@ -474,7 +532,7 @@ class _Resolver:
 
     def _paths(self, node: ast.AST) -> frozenset[str]:
         if isinstance(node, ast.Name):
-            return self.name_paths(node.id)
+            return self.name_paths(node.id, self.facts.scope_of.get(id(node), 0))
         if isinstance(node, ast.Attribute):
             found = {_canonical(f"{p}.{node.attr}") for p in self.paths(node.value)}
             if isinstance(node.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
@@ -493,12 +551,12 @@ class _Resolver:
             return frozenset().union(*(self.paths(v) for v in node.values))
         return frozenset()
 
-    def name_paths(self, name: str) -> frozenset[str]:
-        return self._guarded(("name", name), lambda: self._name_paths(name), frozenset())
+    def name_paths(self, name: str, scope: int = 0) -> frozenset[str]:
+        return self._guarded(("name", name, scope), lambda: self._name_paths(name, scope), frozenset())
 
-    def _name_paths(self, name: str) -> frozenset[str]:
-        bindings = self.facts.names.get(name)
-        if bindings is None:
+    def _name_paths(self, name: str, scope: int) -> frozenset[str]:
+        bindings = self.facts.lookup(name, scope)
+        if not bindings:
             for module in self.facts.stars:
                 path = _canonical(f"{module}.{name}")
                 if path != f"{module}.{name}" or _exists(path):
@@ -510,8 +568,8 @@ class _Resolver:
                 found.add(_canonical(b.value))
             elif b.kind == "expr":
                 found |= self.paths(b.value)
-            elif b.kind == "iter" and isinstance(b.value, (ast.List, ast.Tuple, ast.Set)):
-                for element in b.value.elts:
+            elif b.kind in ("iter", "items"):
+                for element in self.elements(b) or ():
                     found |= self.paths(element)
             elif b.kind == "param":
                 for arg in self.arguments(b.value, b.extra) or ():
@@ -544,7 +602,7 @@ class _Resolver:
             for name in self.strings(name_arg) or ():
                 found |= {_canonical(f"{p}.{name}") for p in self.paths(target)}
         if isinstance(node.func, ast.Name):
-            for b in self.facts.names.get(node.func.id, []):
+            for b in self.facts.bindings_of(node.func):
                 if b.kind == "def" and isinstance(b.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     for ret in ast.walk(b.value):
                         if isinstance(ret, ast.Return) and ret.value is not None:
@@ -566,7 +624,7 @@ class _Resolver:
         if isinstance(value, ast.Call) and self.paths(value.func) & {"builtins.globals", "builtins.vars"} \
                 and not value.args:
             for k in keys:
-                found |= self.name_paths(k)
+                found |= self.name_paths(k, 0)
         return frozenset(found)
 
     # -- call sites: what a parameter may be --
@@ -643,15 +701,16 @@ class _Resolver:
         if isinstance(node, ast.Call):
             return self._call_strings(node)
         if isinstance(node, ast.Name):
-            bindings = self.facts.names.get(node.id)
+            bindings = self.facts.bindings_of(node)
             if not bindings:
                 return None
             options: list[frozenset[str] | None] = []
             for b in bindings:
                 if b.kind == "expr":
                     options.append(self.strings(b.value))
-                elif b.kind == "iter":
-                    options.append(self._iter_strings(b.value))
+                elif b.kind in ("iter", "items"):
+                    elements = self.elements(b)
+                    options.append(None if elements is None else _union([self.strings(e) for e in elements]))
                 elif b.kind == "param":
                     passed = self.arguments(b.value, b.extra)
                     options.append(None if passed is None else _union([self.strings(a) for a in passed]))
@@ -660,16 +719,28 @@ class _Resolver:
             return _union(options)
         return None
 
-    def _iter_strings(self, iterable: ast.expr) -> frozenset[str] | None:
-        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
-            return _union([self.strings(e) for e in iterable.elts])
-        if isinstance(iterable, ast.Name):
-            bindings = self.facts.names.get(iterable.id) or []
-            if bindings and all(b.kind == "expr" and isinstance(b.value, (ast.List, ast.Tuple, ast.Set))
-                                for b in bindings):
-                return _union([self._iter_strings(b.value) for b in bindings])
-        if isinstance(iterable, ast.Constant) and isinstance(iterable.value, str):
-            return frozenset(iterable.value)
+    def elements(self, binding: _Binding) -> list[ast.expr] | None:
+        """What a loop variable takes: the elements of a literal sequence, or a literal dict's keys or values."""
+        if binding.kind == "items":
+            source = self._literal(binding.value, ast.Dict)
+            if source is None or any(k is None for k in source.keys):
+                return None
+            return list(source.keys if binding.extra == 0 else source.values)
+        source = self._literal(binding.value, (ast.List, ast.Tuple, ast.Set))
+        if source is not None:
+            return list(source.elts)
+        if isinstance(binding.value, ast.Constant) and isinstance(binding.value.value, str):
+            return [ast.Constant(c) for c in binding.value.value]
+        return None
+
+    def _literal(self, node: ast.expr, kind: Any) -> Any:
+        """``node`` itself if it is a literal of ``kind``, or the literal a name is bound to once."""
+        if isinstance(node, kind):
+            return node
+        if isinstance(node, ast.Name):
+            bindings = self.facts.bindings_of(node)
+            if len(bindings) == 1 and bindings[0].kind == "expr" and isinstance(bindings[0].value, kind):
+                return bindings[0].value
         return None
 
     def _call_strings(self, node: ast.Call) -> frozenset[str] | None:
@@ -678,10 +749,7 @@ class _Resolver:
             base = self.strings(func.value)
             if func.attr == "join" and base is not None and len(node.args) == 1:
                 arg = node.args[0]
-                if isinstance(arg, ast.Name):
-                    bindings = self.facts.names.get(arg.id) or []
-                    if len(bindings) == 1 and bindings[0].kind == "expr":
-                        arg = bindings[0].value
+                arg = self._literal(arg, (ast.List, ast.Tuple)) or arg
                 if isinstance(arg, (ast.List, ast.Tuple)):
                     pieces = [self.strings(e) for e in arg.elts]
                     if any(p is None for p in pieces):
@@ -751,8 +819,10 @@ class _Resolver:
         if isinstance(node, ast.Subscript):
             return self.is_torch_tensor(node.value)
         if isinstance(node, ast.Name):
-            bindings = self.facts.names.get(node.id) or []
-            return bool(bindings) and all(b.kind == "expr" and self.is_torch_tensor(b.value) for b in bindings)
+            # By the contract a parameter called ``data`` holds a torch tensor, as ``x.data`` does.
+            bindings = self.facts.bindings_of(node)
+            return bool(bindings) and all((b.kind == "expr" and self.is_torch_tensor(b.value))
+                                          or (b.kind == "param" and node.id == "data") for b in bindings)
         return False
 
 
@@ -1009,12 +1079,12 @@ class _Scanner(ast.NodeVisitor):
         if node.id in ("__builtins__", "__loader__", "__spec__", "__import__", "__build_class__"):
             self.review(node, WHY["builtins"] if node.id == "__builtins__" else WHY["import"])
             return
-        paths = self.resolve.name_paths(node.id)
+        paths = self.resolve.paths(node)
         dangerous = [p for p in paths if p.startswith("builtins.") and dangerous_builtin(p.split(".", 1)[1])]
         if dangerous:
             self.review(node, WHY[dangerous_builtin(dangerous[0].split(".", 1)[1]) or "getattr"],
                         f"{node.id} (used as a value)")
-        bindings = self.facts.names.get(node.id, [])
+        bindings = self.facts.bindings_of(node)
         if bindings and all(b.kind == "module" for b in bindings):
             return  # an imported name: judged at its import
         self.judge_paths(node, [p for p in paths if not p.startswith("builtins.")])
@@ -1101,13 +1171,13 @@ class _Scanner(ast.NodeVisitor):
             self.visit(k.value)
 
     def _local_function(self, func: ast.expr) -> bool:
-        bindings = self.facts.names.get(func.id, []) if isinstance(func, ast.Name) else []
+        bindings = self.facts.bindings_of(func) if isinstance(func, ast.Name) else []
         return bool(bindings) and all(b.kind == "def" or (b.kind == "expr" and isinstance(b.value, ast.Lambda))
                                       for b in bindings)
 
     def _visit_func(self, func: ast.expr, builtin: bool) -> None:
         if isinstance(func, ast.Name):
-            self.judge_paths(func, [p for p in self.resolve.name_paths(func.id) if not p.startswith("builtins.")])
+            self.judge_paths(func, [p for p in self.resolve.paths(func) if not p.startswith("builtins.")])
         else:
             self.visit(func)
 

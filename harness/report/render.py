@@ -29,6 +29,7 @@ def render_text(report: Report, colour: bool = False) -> str:
     lines = [style(f"grade {report.file}", bold=True) + f"  (seed {report.seed})"]
     if report.status in ("error", "timeout"):
         lines.append(style(f"could not be graded ({report.status}): {report.message}", fg="red"))
+    lines.extend(_review_block(report, style))
     for level in LEVELS:
         checks = [c for c in report.checks if c.level == level]
         if not checks:
@@ -60,6 +61,19 @@ def render_text(report: Report, colour: bool = False) -> str:
                   f" (core {report.interview['core_score']:.1f} of {report.interview['bar']:.1f} needed)"
     lines.append(style(f"score {report.score:.1f}/{report.max_score:.1f}", bold=True) + f"  [{report.status}]" + verdict)
     return "\n".join(lines)
+
+
+def _review_block(report: Report, style: Callable[..., str]) -> list[str]:
+    """The integrity review list, shown before any check: a person must read these lines."""
+    if not report.integrity_review:
+        return []
+    lines = ["", style("integrity review: a person must read these lines before the interview bar can pass",
+                       fg="yellow", bold=True)]
+    for entry in report.integrity_review:
+        where = f"line {entry['line']}" if entry.get("line") else "at run time"
+        lines.append(f"  - {where}: {entry['construct']}")
+        lines.append(style(f"      {entry['why']}", fg="bright_black"))
+    return lines
 
 
 def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
