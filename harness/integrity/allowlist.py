@@ -23,6 +23,25 @@ streams; not ``sys.modules`` or frames), ``gc`` (switching the collector on
 and off, collecting; not object scans or ``freeze``), ``types`` (not the
 constructors of functions, code objects and modules), plus a denylist inside
 ``numpy`` (raw memory, pickled files).
+
+Flagged for review, by family (``WHY`` holds the sentence a report shows):
+
+* memory, objects, frames, trace: ``ctypes``, ``gc.get_objects()``/``freeze``,
+  ``inspect``, ``sys._getframe`` and frame attributes, ``sys.settrace``: they
+  reach the grader's objects in the worker, where the runtime checks live;
+* modules, import, builtins: ``sys.modules``, ``importlib``, ``__import__``,
+  ``builtins``/``__builtins__``: they reach or replace code by a name;
+* code, decode: ``exec``/``eval``/``compile``, ``types.FunctionType``,
+  ``marshal``/``pickle``/``codecs``/``base64``: code no reading can see;
+* threads, process, open/proc: threads and processes run outside the request;
+  files, sockets, signals and ``/proc`` are no engine's business;
+* torch_c, modes, torch_tools, torch_private, nn, optim: torch's C internals
+  and mode stacks (where the guard is switched off), its compilers and
+  loaders, and ``torch.nn`` modules (their parameters are tracked);
+* dunder, getattr, namespace, patch, unresolved: dunder walks, attribute
+  names computed at run time, ``globals()``/``vars()``, assignments into
+  modules, and autograd attribute names on objects that could not be resolved;
+* other_ad, unknown, relative: other autodiff libraries, any other module.
 """
 
 from __future__ import annotations

@@ -164,8 +164,8 @@ class Tripwires:
         self.violations: list[str] = []
         self.review: list[dict[str, Any]] = []
         self._ledger: list[str] = []
-        self._kinds: set[str] = set()
         """A second record of the violations: emptying ``violations`` does not erase them."""
+        self._kinds: set[str] = set()
         self._reported = (0, 0)
         self.guard = AutogradGuard(self.flag)
         self._installed = False
@@ -261,7 +261,7 @@ class Tripwires:
         with torch.autograd.graph.saved_tensors_hooks(self._packed, _unpacked), AutogradGuard(self.flag):
             return function(*args, **kwargs)
 
-    def check_held(self, results: Any = ()) -> None:
+    def check_held(self) -> None:
         """Mid-request, after the forward pass: tensors with autograd history the submission holds.
 
         A cheat must keep its tracked tensors between forward and backward, even

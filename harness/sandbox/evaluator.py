@@ -144,7 +144,7 @@ class Evaluator:
                             results[step["name"]] = OPS[step["op"]].apply_candidate(operands, params)
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
-                self.tripwires.check_held(results.values())  # integrity: tracked tensors behind the results
+                self.tripwires.check_held()  # integrity: tracked tensors held between forward and backward
                 if not wire.get("backward", True):
                     continue  # nothing requires grad: torch would refuse backward too
                 out = results[wire["output"]]
