@@ -150,7 +150,9 @@ class Binding:
 class Facts:
     """Flow-insensitive facts about the live code: bindings of names and attributes, definitions, call sites."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, outer: Facts | None = None) -> None:
+        self.outer = outer
+        """The file's facts, when this is code handed to exec(): its names are the file's module names."""
         self.skipped, self.trusted_main = _skipped_blocks(tree)
         self.future_annotations = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
                                       and any(a.name == "annotations" for a in n.names) for n in tree.body)
@@ -233,8 +235,10 @@ class Facts:
         bindings = self.names.get(name, [])
         while True:
             found = [b for b in bindings if b.scope == scope]
-            if found or scope == 0:
+            if found:
                 return found
+            if scope == 0:
+                return self.outer.lookup(name, 0) if self.outer is not None else []
             scope = self.parent_scope.get(scope, 0)
 
     def bindings_of(self, node: ast.Name) -> list[Binding]:
@@ -497,6 +501,8 @@ class Resolver:
                 node.func.value, node.args[0])
             for name in self.strings(name_arg) or ():
                 found |= {canonical(f"{p}.{name}") for p in self.paths(target)}
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+            found |= self._lookup_paths(node.func.value, self.strings(node.args[0]) or frozenset())
         if isinstance(node.func, ast.Name):
             for b in self.facts.bindings_of(node.func):
                 if b.kind == "def" and isinstance(b.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -508,9 +514,11 @@ class Resolver:
         return frozenset(found)
 
     def _subscript_paths(self, node: ast.Subscript) -> frozenset[str]:
-        keys = self.strings(node.slice) or frozenset()
+        return self._lookup_paths(node.value, self.strings(node.slice) or frozenset())
+
+    def _lookup_paths(self, value: ast.expr, keys: frozenset[str]) -> frozenset[str]:
+        """``value[key]`` or ``value.get(key)`` for the namespaces that name modules: sys.modules, vars(), __dict__."""
         found: set[str] = set()
-        value = node.value
         if "sys.modules" in self.paths(value):
             found |= {canonical(k) for k in keys}
         if isinstance(value, ast.Call) and "builtins.vars" in self.paths(value.func) and value.args:

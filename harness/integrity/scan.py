@@ -112,8 +112,8 @@ class _Found:
         self.review.setdefault((line, why), ReviewEntry(line, construct, why))
 
 
-def _scan_tree(tree: ast.Module, found: _Found, depth: int, line: int | None) -> None:
-    facts = Facts(tree)
+def _scan_tree(tree: ast.Module, found: _Found, depth: int, line: int | None, outer: Facts | None = None) -> None:
+    facts = Facts(tree, outer)
     _Scanner(facts, found, depth, line).run(tree)
 
 
@@ -168,7 +168,12 @@ class _Scanner(ast.NodeVisitor):
         if verdict is None:
             return False
         kind, why = verdict
-        if kind == "violation":
+        if why == WHY["grader"]:
+            # Importing the grader's code is proof (said at the import); reaching it another way
+            # (sys.modules, a module attribute) is for a person to read.
+            if path.split(".")[0] not in self.facts.imported:
+                self.review(node, why)
+        elif kind == "violation":
             self.violation(node, f"{verb} {path}: {why}", path)
         elif not self._said_at_import(path, why):
             self.review(node, why)
@@ -396,8 +401,8 @@ class _Scanner(ast.NodeVisitor):
                 and node.args[0].id in ("self", "cls")):
             self.review(node, WHY["namespace"])
         if "open" in builtin:
-            paths = (self.resolve.strings(node.args[0]) if node.args else None) or frozenset({""})
-            proc = any(p.startswith(("/proc", "/dev", "/sys")) or not p for p in paths)
+            starts = _leading_text(node.args[0], self.resolve) if node.args else frozenset()
+            proc = any(p.startswith(("/proc", "/dev", "/sys")) for p in starts)
             self.review(node, WHY["proc"] if proc else WHY["open"])
         if "breakpoint" in builtin:
             self.review(node, WHY["debugger"])
@@ -514,5 +519,16 @@ class _Scanner(ast.NodeVisitor):
                 tree = ast.parse(code)
             except (SyntaxError, ValueError):
                 continue
-            _scan_tree(tree, self.found, self.depth + 1, self.line(node))
+            _scan_tree(tree, self.found, self.depth + 1, self.line(node), self.facts)
 
+
+def _leading_text(node: ast.AST, resolve: Resolver) -> frozenset[str]:
+    """What a string surely starts with, even when the rest is computed (``f"/proc/{pid}/mem"``)."""
+    whole = resolve.strings(node)
+    if whole is not None:
+        return whole
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return frozenset({str(node.values[0].value)})
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _leading_text(node.left, resolve)
+    return frozenset()

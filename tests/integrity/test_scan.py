@@ -95,11 +95,23 @@ def test_switching_recording_on_for_a_torch_tensor_is_a_violation(source, expect
     "import torch\nx = torch.functional.torch.autograd\n",
     "import torch\nx = object.__getattribute__(torch, 'autograd')\n",
     "exec('import torch\\ntorch.autograd.grad(1, 2)')\n",
+    "import torch\nx = eval('torch.autograd')\n",
+    "import torch\nx = torch.__dict__.get('autograd')\n",
+    "import sys\nx = sys.modules.get('torch.autograd')\n",
+    "import torch\nx = globals()['torch'].autograd\n",
+    "import torch\nx = torch.__getattribute__('autograd')\n",
+    "import importlib\nx = importlib.import_module('torch').autograd\n",
+    "x = __import__('torch.autograd', fromlist=['grad']).grad\n",
+    "import torch.autograd as ag\n",
+    "import torch\ndef f(g=torch.autograd.grad):\n    return g\n",
+    "import torch\nx = f'{torch.autograd}'\n",
+    "import torch\nclass A:\n    engine = torch.autograd\n",
+    "import torch\nx = torch._C._TensorBase.backward\n",
 ])
-def test_spellings_that_fold_to_torch_autograd_are_violations(source):
+def test_spellings_that_resolve_to_torch_autograd_are_violations(source):
     violations = _violations(source)
     assert violations, "not seen"
-    assert all("torch.autograd" in v for v in violations), violations
+    assert all(v.endswith(": torch's autograd") for v in violations), violations
 
 
 def test_a_folded_name_through_a_function_parameter_is_resolved():
@@ -157,6 +169,9 @@ def test_a_folded_name_through_a_function_parameter_is_resolved():
     ("v = vars()\n", [(1, "namespace")]),
     ("f = open('/proc/self/mem', 'rb')\n", [(1, "proc")]),
     ("f = open('notes.txt')\n", [(1, "open")]),
+    ("def f(pid):\n    return open(f'/proc/{pid}/mem', 'rb')\n", [(2, "proc")]),
+    ("def f(n):\n    return open(f'fill-{n}', 'wb')\n", [(2, "open")]),
+    ("import sys\nev = sys.modules['harness.sandbox.evaluator']\n", [(2, "grader"), (2, "modules")]),
     ("breakpoint()\n", [(1, "debugger")]),
     ("import torch\ndef f(name):\n    return getattr(torch, name)\n", [(3, "getattr")]),
     ("g = getattr\n", [(1, "getattr")]),
