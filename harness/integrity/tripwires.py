@@ -28,6 +28,7 @@ from __future__ import annotations
 import _thread
 import contextlib
 import gc
+import os
 import sys
 import threading
 import types
@@ -161,6 +162,8 @@ class Tripwires:
 
     def __init__(self, submission: str) -> None:
         self.submission = submission
+        self._filenames = {submission, os.path.abspath(submission)} if submission else set()
+        """How the submission's code objects may name their file: its lines are found on the stack by it."""
         self.violations: list[str] = []
         self.review: list[dict[str, Any]] = []
         self._ledger: list[str] = []
@@ -201,9 +204,10 @@ class Tripwires:
         return reply
 
     def candidate_line(self) -> int | None:
+        """The line of the submission's innermost frame on the current stack, if any."""
         frame = sys._getframe(1)
         while frame is not None:
-            if frame.f_code.co_filename == self.submission:
+            if frame.f_code.co_filename in self._filenames:
                 return frame.f_lineno
             frame = frame.f_back
         return None

@@ -252,7 +252,6 @@ class Evaluator:
             facts["error"] = _error("no_grad", exc)
         return facts
 
-
     def do_backward_cost(self, request: dict[str, Any]) -> dict[str, Any]:
         """Torch calls and result elements during backward of one graph at growing input sizes.
 
@@ -315,7 +314,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     if not module_name.isidentifier() or module_name in sys.modules:
         module_name = "submission"
     # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
-    tripwires = Tripwires(os.path.abspath(path))
+    tripwires = Tripwires(path)
     tripwires.install()
     try:
         with tripwires.guarded():
