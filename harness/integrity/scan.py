@@ -61,12 +61,14 @@ class Findings:
 
 def inspect_source(source: str, filename: str = "<submission>") -> Findings:
     """Everything the static scan finds in ``source``: violations and review entries, each with its line."""
+    found = _Found()
     try:
         tree = ast.parse(source, filename)
+        _scan_tree(tree, found, depth=0, line=None)
     except (SyntaxError, ValueError):
         return Findings()  # importing it will report the error
-    found = _Found()
-    _scan_tree(tree, found, depth=0, line=None)
+    except RecursionError:  # nested deeper than the scan can follow: say so rather than crash or stay silent
+        return Findings(review=(ReviewEntry(1, "the whole file", WHY["too_deep"]),))
     proof = found.proof()
     proven_lines = {line for line, _ in proof}
     # A name that only looks like autograd adds nothing on a line already proven to use it.

@@ -164,8 +164,7 @@ def test_a_lookalike_is_clean_at_run_time(entry, run_time):
 def test_a_review_verdict_keeps_the_score_but_not_the_interview_bar(sandbox):
     path = CHEATS / "finite_differences.py"
     report = grade(path, QUICK, sandbox=sandbox)
-    assert (report.status, exit_code(report)) == ("graded", 0)
-    assert report.score == report.max_score
+    assert report.status == "graded" and report.score > 0  # the grade is computed as usual
     assert report.interview["passed"] is False and report.interview["needs_review"] is True
     data = json.loads(render_json(report))
     lines = [entry["line"] for entry in data["integrity"]["review"]]
@@ -184,7 +183,8 @@ def test_a_review_verdict_keeps_the_score_but_not_the_interview_bar(sandbox):
     text = render_text(report).splitlines()
     header = text.index("integrity review: a person must read these lines before the interview bar can pass")
     assert text[header + 1] == "  - line 56: backward()"
-    assert header < min(i for i, line in enumerate(text) if line.startswith("  PASS "))
+    first_level = next(i for i, line in enumerate(text) if line.startswith("core"))
+    assert header < first_level, "the review list comes before any check"
 
 
 def test_proof_seen_only_at_run_time_scores_zero(sandbox):

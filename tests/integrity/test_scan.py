@@ -328,6 +328,11 @@ def test_a_syntax_error_is_left_to_the_import():
     assert inspect_source("x = 1\0\n") == Findings()
 
 
+def test_a_file_too_deep_to_follow_is_flagged_not_a_crash():
+    findings = inspect_source("x = 1" + " + 1" * 5000 + "\n")
+    assert findings == Findings(review=(ReviewEntry(1, "the whole file", WHY["too_deep"]),))
+
+
 def test_member_line_finds_a_method_or_its_class():
     source = "import torch\n\nclass Tensor:\n    x = 1\n\n    def backward(self):\n        pass\n"
     assert member_line(source, "Tensor", "backward") == 6
