@@ -24,8 +24,10 @@ from typing import Any, Final, Iterable, Iterator
 
 from harness.integrity.allowlist import ALLOWED_MODULES
 
-__all__ = ["Facts", "Resolver", "Binding", "canonical"]
+__all__ = ["Facts", "Resolver", "Binding", "TooIntricate", "canonical"]
 
+_MAX_STEPS: Final = 200_000
+"""Resolutions a file may need; a file written to need more is refused (the scan runs in the grader)."""
 _MAX_STRINGS: Final = 64
 """Above this many possible values a folded string counts as computed."""
 _NOT_TENSOR_METHODS: Final = frozenset({"item", "tolist", "size", "dim", "numel", "numpy", "is_floating_point",
@@ -410,19 +412,33 @@ def canonical(path: str) -> str:
 _MISSING: Final = object()
 
 
+class TooIntricate(RecursionError):
+    """A file whose names take more resolving than any engine needs (or nest deeper than Python's stack)."""
+
+
 class Resolver:
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
         self._busy: set[Any] = set()
+        self._memo: dict[Any, Any] = {}
+        self._steps = 0
 
     def _guarded(self, key: Any, compute, empty):
+        """``compute()`` once per key: a cycle answers ``empty``, and a file that needs too much work is refused."""
+        if key in self._memo:
+            return self._memo[key]
         if key in self._busy:
             return empty
+        self._steps += 1
+        if self._steps > _MAX_STEPS:
+            raise TooIntricate()
         self._busy.add(key)
         try:
-            return compute()
+            result = compute()
         finally:
             self._busy.discard(key)
+        self._memo[key] = result
+        return result
 
     # -- paths --
 

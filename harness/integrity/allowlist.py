@@ -123,7 +123,7 @@ WHY: Final[dict[str, str]] = {
     "class_change": "changes an object's class",
     "unknown": "a module outside the allowlist of what an engine needs",
     "relative": "a relative import: a submission is one file",
-    "too_deep": "expressions nested too deeply for the scan to follow: nothing in the file was checked",
+    "too_deep": "nested too deeply or too intricate for the scan to follow: nothing in the file was checked",
 }
 
 _MODULE_FAMILIES: Final[dict[str, tuple[str, ...]]] = {
