@@ -2,7 +2,7 @@
 
 Installed, they replace torch's engine and thread start-up for the whole
 process, so that side is tested in workers, through the corpora
-(``test_corpus.py``).
+(``test_integrity_corpus.py``).
 """
 
 import torch
