@@ -70,10 +70,10 @@ def review_at_run_time(ctx: Any, members: set[str], line: int | None) -> list[Re
         return []  # nothing to run, or proof already: the probes could only add a review
     found: list[ReviewEntry] = []
     try:
-        facts = ctx.probe("backward_cost", sizes=list(COST_SIZES), timeout=5.0)
+        facts = ctx.probe("backward_cost", sizes=list(COST_SIZES), timeout=3.0)
         entry = judge_backward_cost(facts, line)
         found += [entry] if entry else []
-        observation = ctx.run(SMOOTH_GRAPH, timeout=5.0)
+        observation = ctx.run(SMOOTH_GRAPH, timeout=3.0)
         entry = judge_accuracy(observation.grads, SMOOTH_GRAPH.run_torch().grads, line)
         found += [entry] if entry else []
     except (CandidateError, CandidateTimeout):
