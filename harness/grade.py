@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from harness import __version__
 from harness.errors import HarnessError
-from harness.integrity import Findings
+from harness.integrity import Findings, member_line
 from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
@@ -276,6 +276,7 @@ _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
     "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
+    "harness.integrity.probes",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )
@@ -305,6 +306,11 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         ctx.retire()
         return finish(path, status, exc.message, [], rubric, options, static, shared, timings)
     timings["import"] = time.perf_counter() - t0
+    if hello.get("has_class"):  # integrity: is it an engine at all (finite differences)?
+        from harness.integrity.probes import review_at_run_time
+
+        review_at_run_time(ctx, set(hello.get("members", [])),
+                           member_line(submission.text, options.class_name, "backward"))
     ctx.retire()
     if not hello.get("has_class"):
         return finish(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
@@ -454,13 +460,13 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
                 "max_score": rubric.levels.get(level, 0.0)}
         for level in levels_used
     }
-    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded",
-                                 needs_review=bool(static.review))
+    review = tuple(entry.to_dict() for entry in (*static.review, *shared.review))
+    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review))
     return Report(
         file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
         max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
-        integrity_review=tuple(entry.to_dict() for entry in static.review), isolation=isolation,
-        isolation_note=isolation_note, source_sha256=sha256, root_causes=root_causes,
+        integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
+        root_causes=root_causes,
     )

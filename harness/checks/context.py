@@ -24,6 +24,7 @@ import torch
 
 from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, compare, dtype_mismatch, looser,
                              tolerance_for)
+from harness.integrity.evidence import from_reply
 from harness.program import Outcome, Program, Step, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 
@@ -169,6 +170,8 @@ class Shared:
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.violations: list[str] = []
+        self.review: list[Any] = []
+        """Integrity review entries seen at run time (``harness.integrity.ReviewEntry``)."""
         self.output: dict[str, str] = {"stdout": "", "stderr": ""}
         self.timeouts = 0
         self.timeout_seconds = 0.0
@@ -185,6 +188,10 @@ class Shared:
     def add_violations(self, found: Sequence[str]) -> None:
         with self.lock:
             self.violations.extend(v for v in found if v not in self.violations)
+
+    def add_review(self, found: Sequence[Any]) -> None:
+        with self.lock:
+            self.review.extend(e for e in found if e not in self.review)
 
     def add_output(self, streams: dict[str, str]) -> None:
         with self.lock:
@@ -243,7 +250,7 @@ class Context:
             except WorkerDied as exc:
                 raise CandidateError(str(exc)) from None
             hello = self._worker.hello
-            self.shared.add_violations(hello.get("violations", []))
+            self._add_evidence(hello)
             if hello.get("kind") == "import_error":
                 raise CandidateError(f"importing the submission raised {describe_error(hello['error'])}")
         return self._worker
@@ -266,12 +273,14 @@ class Context:
             raise CandidateTimeout(f"{what}: no answer within {timeout:g} s (the process was killed)") from None
         except WorkerDied as exc:
             raise CandidateError(f"{what}: {exc}") from None
-        found = list(reply.get("violations", []))
-        for name, grad in (reply.get("grads") or {}).items():
-            if isinstance(grad, dict) and grad.get("autograd"):
-                found.append(f"{name}.grad carries torch autograd history (requires_grad or grad_fn)")
-        self.shared.add_violations(found)
+        self._add_evidence(reply)
         return reply
+
+    def _add_evidence(self, reply: dict[str, Any]) -> None:
+        """Integrity evidence in a worker's message: it can only add violations and review entries."""
+        violations, review = from_reply(reply)
+        self.shared.add_violations(violations)
+        self.shared.add_review(review)
 
     # ---- programs ----
 
@@ -298,10 +307,6 @@ class Context:
         results = reply.get("results", [])
         if len(results) != len(programs):
             raise CandidateError(f"the worker answered {len(results)} of {len(programs)} graphs")
-        found = [f"{name}.grad carries torch autograd history (requires_grad or grad_fn)"
-                 for result in results for name, grad in (result.get("grads") or {}).items()
-                 if isinstance(grad, dict) and grad.get("autograd")]
-        self.shared.add_violations(found)
         seconds = (time.perf_counter() - started) / max(1, len(programs))
         return [_observation(p, r, seconds, None) for p, r in zip(programs, results)]
 

@@ -1,5 +1,5 @@
-"""Integrity: the static scan of a submission's source for torch autograd."""
+"""Integrity: the static allowlist scan of a submission's source and the runtime tripwires' evidence."""
 
-from harness.integrity.scan import Findings, ReviewEntry, inspect_source, scan
+from harness.integrity.scan import Findings, ReviewEntry, inspect_source, member_line
 
-__all__ = ["scan", "inspect_source", "Findings", "ReviewEntry"]
+__all__ = ["inspect_source", "member_line", "Findings", "ReviewEntry"]

@@ -9,7 +9,9 @@ __all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combin
 
 OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
 STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
-CANDIDATE_TEXT_FIELDS: Final = ("message", "checks[].message", "checks[].details", "output", "root_causes[].snippet")
+CANDIDATE_TEXT_FIELDS: Final = ("message", "checks[].message", "checks[].details", "output", "root_causes[].snippet",
+                                 "root_causes[].explanation", "integrity.violations",
+                                 "integrity.review[].construct", "integrity.review[].why")
 """JSON fields whose text may have been written by the submission."""
 
 

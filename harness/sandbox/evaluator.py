@@ -10,7 +10,6 @@ candidate code cannot reach.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib.util
 import inspect
@@ -24,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness.integrity.tripwires import AutogradGuard, WatchedEngine, autograd_tensors
+from harness.integrity.tripwires import Tripwires, carries_autograd
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
@@ -39,7 +38,7 @@ def _observe_tensor(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, torch.Tensor):
         return {"not_tensor": type(value).__name__}
     out = encode_tensor(value.detach())
-    if value.requires_grad or value.grad_fn is not None:
+    if carries_autograd(value):  # integrity: read past a subclass's requires_grad/grad_fn properties
         out["autograd"] = True
     if type(value) is not torch.Tensor:
         out["subclass"] = type(value).__name__
@@ -100,24 +99,21 @@ def _node_in(tb: Any, nodes: dict[int, str]) -> str | None:
 class Evaluator:
     """Answers the grader's requests against one imported submission."""
 
-    def __init__(self, module: Any, class_name: str) -> None:
+    def __init__(self, module: Any, class_name: str, tripwires: Tripwires | None = None) -> None:
         self.module = module
         self.cls = getattr(module, class_name, None)
         self.class_name = class_name
-        self.guard = AutogradGuard()
-        from torch.autograd.variable import Variable
+        # integrity: serve() installs the tripwires before the submission is imported.
+        if tripwires is None:
+            tripwires = Tripwires(getattr(module, "__file__", None) or "")
+            tripwires.install()
+        self.tripwires = tripwires
+        self.guard = tripwires.guard
 
-        Variable._execution_engine = WatchedEngine(Variable._execution_engine, self.guard.flag)
-
-    @contextlib.contextmanager
     def guarded(self, active: bool = True):
         # Timing probes switch the guard off where its per-call cost would distort them;
         # every other request runs guarded, so a cheat is still seen.
-        if not active:
-            yield
-            return
-        with self.guard:
-            yield
+        return self.tripwires.guarded(active)
 
     # ---- request dispatch ----
 
@@ -126,12 +122,9 @@ class Evaluator:
         handler = getattr(self, f"do_{kind}", None)
         if handler is None:
             return {"error": _error("request", ValueError(f"unknown request {kind!r}"))}
-        before = len(self.guard.violations)
         reply = handler(request)
-        if autograd_tensors():
-            self.guard.flag("torch tensors that require grad were left alive by the submission")
-        reply["violations"] = self.guard.violations[before:]
-        return reply
+        self.tripwires.after_request()  # integrity: re-check every tripwire after each request
+        return self.tripwires.report(reply)
 
     def do_hello(self, request: dict[str, Any]) -> dict[str, Any]:
         """Which members and features the submission has: decides what is 'not attempted'."""
@@ -189,6 +182,7 @@ class Evaluator:
                             results[step["name"]] = OPS[step["op"]].apply_candidate(operands, params)
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
+                self.tripwires.check_held()  # integrity: tracked tensors held between forward and backward
                 if not wire.get("backward", True):
                     continue  # nothing requires grad: torch would refuse backward too
                 out = results[wire["output"]]
@@ -322,6 +316,31 @@ class Evaluator:
             facts["error"] = _error("no_grad", exc)
         return facts
 
+    def do_backward_cost(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Torch calls and result elements during backward of one graph at growing input sizes.
+
+        An engine's backward does the same calls whatever the size; one that
+        re-evaluates the forward pass per input element (finite differences) does not.
+        """
+        facts: dict[str, Any] = {"sizes": [], "calls": [], "elements": []}
+        for n in request.get("sizes", [])[:4]:
+            n = max(1, min(int(n), 256))
+            g = torch.Generator().manual_seed(n)
+            try:
+                with self.guarded():
+                    x = self.cls(torch.rand(n, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
+                    w = self.cls(torch.rand(3, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
+                    b = self.cls(torch.rand(n, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
+                    y = ((x @ w) * b + x).sum()
+                    with self.guard.count():
+                        y.backward()
+            except Exception as exc:
+                return {"error": _error("backward_cost", exc)}
+            facts["sizes"].append(n)
+            facts["calls"].append(self.guard.calls)
+            facts["elements"].append(self.guard.elements)
+        return facts
+
 
 class _Failed(Exception):
     def __init__(self, where: str, exc: BaseException) -> None:
@@ -359,13 +378,19 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     module_name = os.path.splitext(os.path.basename(path))[0] or "submission"
     if not module_name.isidentifier() or module_name in sys.modules:
         module_name = "submission"
+    # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
+    tripwires = Tripwires(path)
+    tripwires.install()
     try:
-        module = load_submission(path, module_name)
+        with tripwires.guarded():
+            module = load_submission(path, module_name)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are the candidate's too
-        send_message(sock, {"kind": "import_error", "error": _error("import", exc)})
+        send_message(sock, tripwires.report({"kind": "import_error", "error": _error("import", exc)}))
         return
-    evaluator = Evaluator(module, class_name)
-    send_message(sock, {"kind": "ready", **evaluator.do_hello({}), "violations": evaluator.guard.violations[:]})
+    evaluator = Evaluator(module, class_name, tripwires)
+    hello = {"kind": "ready", **evaluator.do_hello({})}
+    tripwires.after_request()  # integrity: what the import left behind
+    send_message(sock, tripwires.report(hello))
     while True:
         request = recv_message(sock, **TRUSTED_LIMITS)
         if request is None:
@@ -373,5 +398,5 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
         try:
             reply = evaluator.handle(request)
         except BaseException as exc:
-            reply = {"error": _error(str(request.get("kind")), exc), "violations": evaluator.guard.violations[-5:]}
+            reply = tripwires.report({"error": _error(str(request.get("kind")), exc)})
         send_message(sock, reply)

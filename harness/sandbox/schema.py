@@ -163,14 +163,15 @@ _ERROR: Final = _record({"where": _text(MAX_NAME), "type": _text(MAX_NAME), "mes
                          "frames": _list(_text(MAX_TEXT), 20)},
                         {"node": _text(MAX_TEXT), "line": _optional(_count), "source_line": _text(MAX_TEXT)})
 _VIOLATIONS: Final = _list(_text(MAX_TEXT), 50)
+_REVIEW: Final = _list(_record({"construct": _text(MAX_TEXT), "why": _text(MAX_TEXT)}, {"line": _optional(_count)}), 50)
 
 _HELLO: Final = _either(
     _record({"kind": _literal("ready"), "has_class": _boolean, "violations": _VIOLATIONS},
-            {"members": _list(_text(MAX_NAME), 200), "features": _mapping(_boolean, 50)}),
-    _record({"kind": _literal("import_error"), "error": _ERROR}, {"violations": _VIOLATIONS}),
+            {"members": _list(_text(MAX_NAME), 200), "features": _mapping(_boolean, 50), "review": _REVIEW}),
+    _record({"kind": _literal("import_error"), "error": _ERROR}, {"violations": _VIOLATIONS, "review": _REVIEW}),
 )
 
-_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR}
+_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW}
 
 _REPLIES: Final[dict[str, Check]] = {
     "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),
@@ -187,6 +188,8 @@ _REPLIES: Final[dict[str, Check]] = {
 
 _REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
 _REPLIES["run_many"] = _record({"results": _list(_REPLIES["run"], 1000)}, _COMMON)
+_REPLIES["backward_cost"] = _record({}, {**_COMMON, "sizes": _list(_number, 100), "calls": _list(_number, 100),
+                                         "elements": _list(_number, 100)})
 
 
 def _generic(value: Any, where: str, depth: int = 0) -> None:
@@ -231,4 +234,6 @@ def validate_reply(kind: str, message: Any) -> dict[str, Any]:
         _ERROR(message["error"], "reply.error")
     if "violations" in message:
         _VIOLATIONS(message["violations"], "reply.violations")
+    if "review" in message:
+        _REVIEW(message["review"], "reply.review")
     return message

@@ -1,0 +1,201 @@
+"""The integrity verdict on two corpora: cheats must never pass the interview bar, look-alikes must be clean.
+
+``tests/corpus/cheats/expected.yaml`` and ``tests/corpus/lookalikes/expected.yaml``
+say what each file must get. The static scan decides most cheats in
+milliseconds; every file then runs once in a worker (one core graph and the
+integrity probes) for what only run time sees; a few go through the whole
+grade, to prove the verdicts reach the report, the exit code and the
+interview bar.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+
+from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
+from harness.grade import GradeOptions, grade
+from harness.integrity import inspect_source, member_line
+from harness.integrity.allowlist import WHY
+from harness.integrity.probes import review_at_run_time
+from harness.program import Leaf, Program, Step
+from harness.report.model import exit_code
+from harness.report.render import render_json, render_text
+from harness.sandbox import Limits, Sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+CHEATS = ROOT / "tests" / "corpus" / "cheats"
+LOOKALIKES = ROOT / "tests" / "corpus" / "lookalikes"
+QUICK = GradeOptions(level="core", max_examples=5, specs=(ROOT / "specs" / "core" / "sum.yaml",))
+"""Enough of a grade to reach the report: the core checks, five random graphs, five spec cases."""
+
+GRAPH = Program(
+    (Leaf("x", torch.tensor([[1.0, -2.0, 3.0], [0.5, 2.0, -1.0]], dtype=torch.float64)),
+     Leaf("w", torch.tensor([[1.0, 2.0], [0.0, -1.0], [3.0, 1.0]], dtype=torch.float64))),
+    (Step("h", "matmul", ("x", "w")), Step("r", "relu", ("h",)), Step("k", "mul", ("r", "h")), Step("y", "sum", ("k",))),
+    "y",
+)
+"""The one core graph each file runs: every core op, and a result used twice."""
+
+
+def _manifest(folder: Path) -> list[dict[str, Any]]:
+    entries = yaml.safe_load((folder / "expected.yaml").read_text()) or []
+    assert entries, f"{folder}/expected.yaml lists no files"
+    return entries
+
+
+CHEAT_ENTRIES = _manifest(CHEATS)
+LOOKALIKE_ENTRIES = _manifest(LOOKALIKES)
+
+
+def _id(entry: dict[str, Any]) -> str:
+    return entry["file"].removesuffix(".py")
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox.launch(Limits(import_seconds=10.0)) as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def run_time(sandbox):
+    """file -> (violations, review entries) seen while it runs the core graph and the integrity probes."""
+    cache: dict[Path, tuple[list[str], list[Any]]] = {}
+
+    def run(path: Path) -> tuple[list[str], list[Any]]:
+        if path not in cache:
+            shared = Shared(deadline=float("inf"))
+            ctx = Context(sandbox, path, "Tensor", path.stem, shared)
+            try:
+                hello = ctx.worker().hello
+                ctx.run(GRAPH, timeout=10.0)
+                review_at_run_time(ctx, set(hello.get("members", [])), member_line(path.read_text(), "Tensor", "backward"))
+            except (CandidateError, CandidateTimeout):
+                pass  # what was seen up to here still counts
+            finally:
+                ctx.retire()
+            cache[path] = (list(shared.violations), list(shared.review))
+        return cache[path]
+
+    return run
+
+
+# ---- the manifests ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("folder, entries, least", [(CHEATS, CHEAT_ENTRIES, 20), (LOOKALIKES, LOOKALIKE_ENTRIES, 10)],
+                         ids=["cheats", "lookalikes"])
+def test_every_file_has_an_expected_verdict(folder, entries, least):
+    on_disk = {p.name for p in folder.glob("*.py")}
+    listed = [e["file"] for e in entries]
+    assert len(listed) == len(set(listed)), "a file is listed twice"
+    assert on_disk == set(listed)
+    assert len(listed) >= least
+
+
+@pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
+def test_cheat_manifest_entry_is_well_formed(entry):
+    assert set(entry) <= {"file", "route", "verdict", "static", "runtime"}
+    assert entry["verdict"] in ("violation", "review")
+    assert {key for _, key in entry["static"]["review"]} <= set(WHY)
+
+
+# ---- the static scan -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
+def test_the_scan_reports_exactly_the_expected_lines(entry):
+    findings = inspect_source((CHEATS / entry["file"]).read_text())
+    keys = {text: key for key, text in WHY.items()}
+    assert list(findings.violations) == entry["static"]["violations"]
+    assert [[e.line, keys[e.why]] for e in findings.review] == entry["static"]["review"]
+
+
+@pytest.mark.parametrize("entry", LOOKALIKE_ENTRIES, ids=_id)
+def test_a_lookalike_is_clean_to_the_scan(entry):
+    findings = inspect_source((LOOKALIKES / entry["file"]).read_text())
+    assert (findings.violations, findings.review) == ((), ())
+
+
+# ---- run time ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", [e for e in CHEAT_ENTRIES if "runtime" in e], ids=_id)
+def test_the_worker_reports_what_only_run_time_sees(entry, run_time):
+    violations, review = run_time(CHEATS / entry["file"])
+    expected = entry["runtime"]
+    missing = [v for v in expected["violations"] if v not in violations]
+    assert missing == [], f"not reported: {missing}; reported: {violations}"
+    for line, construct, why in expected["review"]:
+        assert any(e.line == line and e.construct == construct and e.why.startswith(why) for e in review), (
+            f"no review entry [{line}, {construct}, {why}...] in {review}")
+    if entry["verdict"] == "review":
+        assert violations == [], "a review verdict with proof at run time should say violation"
+
+
+@pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
+def test_no_cheat_passes_the_interview_bar(entry, run_time):
+    violations = list(entry["static"]["violations"])
+    lines = [line for line, _ in entry["static"]["review"]]
+    if "runtime" in entry:
+        seen, review = run_time(CHEATS / entry["file"])
+        violations += seen
+        lines += [e.line for e in review]
+    if entry["verdict"] == "violation":
+        assert violations, "no proof found"
+    else:
+        assert violations == [] and any(isinstance(line, int) for line in lines), "no review entry names a line"
+
+
+@pytest.mark.parametrize("entry", LOOKALIKE_ENTRIES, ids=_id)
+def test_a_lookalike_is_clean_at_run_time(entry, run_time):
+    assert run_time(LOOKALIKES / entry["file"]) == ([], [])
+
+
+# ---- through the whole grade -------------------------------------------------------------------------
+
+
+def test_a_review_verdict_keeps_the_score_but_not_the_interview_bar(sandbox):
+    path = CHEATS / "finite_differences.py"
+    report = grade(path, QUICK, sandbox=sandbox)
+    assert report.status == "graded" and report.score > 0  # the grade is computed as usual
+    assert report.interview["passed"] is False and report.interview["needs_review"] is True
+    data = json.loads(render_json(report))
+    lines = [entry["line"] for entry in data["integrity"]["review"]]
+    cost, accuracy = (entry["why"] for entry in data["integrity"]["review"])
+    assert lines == [56, 56]  # def backward(self)
+    # Counted by hand: 23 torch calls per input element (two clones, two nudges, two replays of four ops,
+    # the difference quotient, the write), 2 per leaf; 33 elements for 4 rows, 393 for 64.
+    assert cost == ("backward made 9045 torch calls for 64 input rows against 765 for 4 (11.8x the calls for 16x the "
+                    "input, same graph): it re-evaluates the forward pass for every input element (finite "
+                    "differences), which is not an engine")
+    prefix, tail = "gradients match torch only to ", (" relative on a smooth float64 graph (h = x @ w; k = h * b; "
+                                                      "m = k * h; y = m.sum()); rules applied exactly agree to about "
+                                                      "1e-15, finite differences to about 1e-6..1e-10")
+    assert accuracy.startswith(prefix) and accuracy.endswith(tail)
+    assert 1e-11 < float(accuracy[len(prefix):-len(tail)]) < 1e-6
+    text = render_text(report).splitlines()
+    header = text.index("integrity review: a person must read these lines before the interview bar can pass")
+    assert text[header + 1] == "  - line 56: backward()"
+    first_level = next(i for i, line in enumerate(text) if line.startswith("core"))
+    assert header < first_level, "the review list comes before any check"
+
+
+def test_proof_seen_only_at_run_time_scores_zero(sandbox):
+    report = grade(CHEATS / "thread_unwrapped_engine.py", QUICK, sandbox=sandbox)
+    assert (report.status, exit_code(report), report.score) == ("integrity_violation", 4, 0.0)
+    assert "at run time: called torch.autograd.grad (line 61)" in report.integrity_violations
+    assert report.interview["passed"] is False
+
+
+def test_a_lookalike_passes_the_interview_bar(sandbox):
+    report = grade(LOOKALIKES / "metaprogramming_ops.py", QUICK, sandbox=sandbox)
+    assert (report.status, exit_code(report), report.integrity_violations, report.integrity_review) == (
+        "graded", 0, (), ())
+    assert report.interview["passed"] is True and report.interview["needs_review"] is False

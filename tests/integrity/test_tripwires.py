@@ -1,0 +1,73 @@
+"""The runtime tripwires' parts that can be tested without installing them in this process.
+
+Installed, they replace torch's engine and thread start-up for the whole
+process, so that side is tested in workers, through the corpora
+(``test_integrity_corpus.py``).
+"""
+
+import torch
+
+from harness.integrity.tripwires import AutogradGuard, Tripwires, carries_autograd
+
+
+class _Innocent(torch.Tensor):
+    """A tensor subclass that lies about its autograd state."""
+
+    @property
+    def requires_grad(self):
+        return False
+
+    @property
+    def grad_fn(self):
+        return None
+
+
+def test_autograd_history_is_read_past_a_subclass_that_lies():
+    tracked = torch.ones(2, requires_grad=True)
+    disguised = (tracked * 2).as_subclass(_Innocent)
+    assert disguised.requires_grad is False and disguised.grad_fn is None
+    assert carries_autograd(disguised) and carries_autograd(tracked)
+    assert not carries_autograd(torch.ones(2)) and not carries_autograd("not a tensor")
+
+
+def test_the_guard_sees_torch_autograd_calls_and_counts_torch_calls():
+    guard = AutogradGuard()
+    x = torch.ones(3)
+    with guard, guard.count():
+        y = (x * 2 + 1).sum()
+        x.requires_grad_(False)
+    assert guard.violations == []
+    assert (guard.calls, guard.elements) == (4, 3 + 3 + 1 + 3)  # mul, add, sum, requires_grad_(False)
+    with guard:
+        t = torch.ones(2).requires_grad_()
+        (t * t).sum().backward()
+    assert guard.violations == ["called Tensor.requires_grad_",
+                                "TensorBase.requires_grad_ returned a torch tensor that requires grad",
+                                "TensorBase.mul returned a torch tensor that requires grad",
+                                "TensorBase.sum returned a torch tensor that requires grad",
+                                "called torch's Tensor.backward"]
+    assert float(y) == 9.0
+
+
+def test_findings_name_the_submission_line_and_are_reported_once(tmp_path):
+    path = tmp_path / "solution.py"
+    source = "def cheat(record):\n    record('torch ran a backward pass')\n"
+    tripwires = Tripwires(str(path))
+    namespace = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    namespace["cheat"](tripwires.flag)
+    namespace["cheat"](tripwires.flag)  # the same evidence again adds nothing
+    tripwires.note("a thread", "started a thread", 2)
+    first = tripwires.report({})
+    assert first == {"violations": ["torch ran a backward pass (line 2)"],
+                     "review": [{"line": 2, "construct": "a thread", "why": "started a thread"}]}
+    assert tripwires.report({}) == {"violations": [], "review": []}
+
+
+def test_emptying_the_record_does_not_erase_it():
+    tripwires = Tripwires("/nowhere/solution.py")
+    tripwires.flag("torch's autograd recorded a graph")
+    assert tripwires.report({})["violations"] == ["torch's autograd recorded a graph"]
+    tripwires.flag("torch's autograd engine ran a backward pass")
+    tripwires.violations.clear()
+    assert tripwires.report({})["violations"] == ["torch's autograd engine ran a backward pass"]
