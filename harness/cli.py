@@ -91,12 +91,13 @@ def _isolate_imports() -> None:
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
 @click.option("--require-sandbox", is_flag=True,
               help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
+@click.option("-v", "--verbose", is_flag=True, help="List every check in the text report, passes included.")
 @click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the report as JSON, Markdown and text into this folder.")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
                rubric: Path | None,
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
-               require_sandbox: bool, output_dir: Path | None) -> None:
+               require_sandbox: bool, verbose: bool, output_dir: Path | None) -> None:
     """Grade the submission PATH."""
     # Everything up to the first grade is torch-free: a file that cannot be graded is
     # reported from its source alone, in milliseconds.
@@ -110,7 +111,7 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
                            time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if watch:
-        _watch(path, options, fmt, colour, output_dir)
+        _watch(path, options, fmt, colour, verbose, output_dir)
     try:
         early = preflight(path, options)
     except HarnessError as exc:
@@ -124,7 +125,7 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
         finally:
             if launcher is not None:
                 launcher.close()
-    click.echo(RENDERERS[fmt](report, colour))
+    click.echo(RENDERERS[fmt](report, colour, verbose))
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
     sys.exit(exit_code(report))
@@ -156,7 +157,7 @@ def _grade(path: Path, options: Any, sandbox: Any) -> Any:
         _fail(str(exc))
 
 
-def _watch(path: Path, options: Any, fmt: str, colour: bool, output_dir: Path | None) -> None:
+def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None) -> None:
     """Grade on every save: the core level first (on screen in about a second), then the rest, and what changed.
 
     The template stays warm between saves and the next submission's sandbox is opened
@@ -186,7 +187,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, output_dir: Path | 
                     try:
                         if options.level == "all":
                             report = grade(path, dataclasses.replace(options, level="core"), box)
-                            _show(report, fmt, colour, previous, "grading the follow-ups and extensions...")
+                            _show(report, fmt, colour, verbose, previous, "grading the follow-ups and extensions...")
                             rest = grade(path, dataclasses.replace(options, levels=("followups", "extensions")),
                                          launcher)
                             report = combine(report, rest)
@@ -197,7 +198,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, output_dir: Path | 
             except HarnessError as exc:
                 click.echo(f"error: {exc}", err=True)
             if report is not None:
-                _show(report, fmt, colour, previous, None)
+                _show(report, fmt, colour, verbose, previous, None)
                 if output_dir is not None:
                     _write_formats(report, output_dir, path.stem)
                 previous = report
@@ -209,7 +210,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, output_dir: Path | 
         launcher.close()
 
 
-def _show(report: Any, fmt: str, colour: bool, previous: Any, pending: str | None) -> None:
+def _show(report: Any, fmt: str, colour: bool, verbose: bool, previous: Any, pending: str | None) -> None:
     from harness.report.model import changes
     from harness.report.render import RENDERERS
 
@@ -217,7 +218,7 @@ def _show(report: Any, fmt: str, colour: bool, previous: Any, pending: str | Non
         click.clear()
     else:
         click.echo("\n" + "=" * 60 + "\n")
-    click.echo(RENDERERS[fmt](report, colour))
+    click.echo(RENDERERS[fmt](report, colour, verbose))
     if previous is not None and pending is None:
         click.echo(click.style("\nsince the last save:", bold=True) if colour else "\nsince the last save:")
         for line in changes(previous, report):

@@ -59,8 +59,12 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
         lines.append(f"for _ in range({program.passes}):  # forward and backward, {program.passes} times")
         body = ["    " + line for line in body]
     lines += body
-    if observed is not None and getattr(observed, "error", None) is None:
+    error = getattr(observed, "error", None) if observed is not None else None
+    if observed is not None and error is None:
         lines += _assertion(program, observed, expected, tolerance)
+    elif error:
+        message = str(error.get("message", "")).splitlines()[:1]
+        lines.append(f"# raises {error.get('type', 'an exception')}" + (f": {message[0][:120]}" if message else ""))
     return "\n".join(lines)
 
 
