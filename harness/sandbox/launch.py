@@ -157,7 +157,10 @@ class _Drain:
                         except OSError:
                             pass
                         continue
-                    self._read(selected.fd, selected.data)
+                    # forget() may have closed this pipe since select() returned, and a new
+                    # pipe may already have its number: read only what is still registered.
+                    if self._open.get(selected.data) == selected.fd:
+                        self._read(selected.fd, selected.data)
 
     def _read(self, fd: int, entry: tuple[Any, str]) -> None:
         try:
