@@ -563,9 +563,11 @@ class Worker:
         except (socket.timeout, TimeoutError, OSError) as exc:
             self.kill()
             raise WorkerDied(f"the channel broke while sending a request: {exc}") from None
-        return self.receive(deadline - time.monotonic(), "answering a request", kind=str(payload.get("kind")))
+        return self.receive(deadline - time.monotonic(), "answering a request", kind=str(payload.get("kind")),
+                            request=payload)
 
-    def receive(self, timeout: float, what: str, *, kind: str = "", hello: bool = False) -> dict[str, Any]:
+    def receive(self, timeout: float, what: str, *, kind: str = "", hello: bool = False,
+                request: dict[str, Any] | None = None) -> dict[str, Any]:
         """The worker's next message, validated. A timeout, a crash or garbage on the channel kills the worker."""
         try:
             reply = recv_message(self.sock, deadline=time.monotonic() + max(0.01, timeout))
@@ -579,7 +581,7 @@ class Worker:
             self.kill()
             raise WorkerDied(f"the submission's process ended while {what} (it exited, or was killed by a crash)")
         try:
-            return validate_hello(reply) if hello else validate_reply(kind, reply)
+            return validate_hello(reply) if hello else validate_reply(kind, reply, request)
         except SchemaError as exc:
             self.kill()
             raise WorkerDied(f"the worker sent a malformed message while {what}: {str(exc)[:300]}") from None
