@@ -288,7 +288,7 @@ class Launcher:
             if self._closed:
                 raise SandboxUnavailable("the sandbox has been shut down")
             self._await_ready()
-            order = {"op": "submission", "read_only_host": self.mode == "basic",
+            order = {"op": "submission",
                      "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
                                 "disk_mb": limits.disk_mb, "file_mb": limits.file_mb}}
             try:

@@ -127,7 +127,7 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     torch.ones(1).add(1)
     _linux.drop_to_nobody()
     _linux.prctl(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
-    namespaces = _enter_namespaces(limits, read_only_host=bool(order.get("read_only_host")))
+    namespaces = _enter_namespaces(limits)
     # With namespaces the submission's folder is its private tmpfs; without, a fresh folder
     # that the grader removes afterwards.
     limits = {**limits, "workroot": "/tmp" if namespaces else tempfile.mkdtemp(prefix="grade-submission-")}
@@ -142,8 +142,8 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     os._exit(0)
 
 
-def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
-    """New user, mount, pid, ipc, uts and network namespaces, a private /tmp and no /proc.
+def _enter_namespaces(limits: dict[str, Any]) -> bool:
+    """New user, mount, pid, ipc, uts and network namespaces, a read-only view, a private /tmp and no /proc.
 
     Returns False where the machine allows no user namespaces: the submission then
     runs with the template's view (and the grader says so in the report).
@@ -154,9 +154,12 @@ def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
     except OSError:
         return False
     _linux.map_ids(uid, gid)
+    _close_namespace_loopholes()
     _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
-    if read_only_host:
-        _remount_everything_read_only()
+    # Read-only everywhere, bubblewrap's own folders included: started by an unprivileged
+    # user, its root, /etc, /dev and /dev/shm are tmpfs folders the submission owns, with
+    # no size limit and shared with every later submission.
+    _remount_everything_read_only()
     _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV,
                  f"size={int(limits['disk_mb'])}m,mode=0700")
     hidden = _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
@@ -169,12 +172,24 @@ def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
     return True
 
 
+def _close_namespace_loopholes() -> None:
+    """No user namespaces below this one: root in a nested one may mount a tmpfs of any size.
+
+    The limit belongs to the user namespace just created, so it binds the submission only.
+    """
+    try:
+        with open("/proc/sys/user/max_user_namespaces", "w") as f:
+            f.write("0")
+    except OSError:
+        pass  # a kernel without per-namespace limits: the workers still hold no capabilities
+
+
 _MOUNT_FLAGS = {"nosuid": _linux.MS_NOSUID, "nodev": _linux.MS_NODEV, "noexec": _linux.MS_NOEXEC,
                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
 
 
 def _remount_everything_read_only() -> None:
-    """Without bubblewrap: make every mount of the host read-only in this mount namespace.
+    """Make every mount in this mount namespace read-only (the host's, without bubblewrap; its own, with).
 
     A remount must keep the flags the kernel locked when the namespace was created
     (nosuid, nodev, ...), so each mount's own options are carried over.

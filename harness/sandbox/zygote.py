@@ -131,6 +131,10 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
             _linux.drop_capabilities()
         else:
             _linux.prctl(_linux.PR_SET_NO_NEW_PRIVS, 1)
+        try:
+            _linux.deny_unbounded_memory(os.uname().machine)
+        except OSError:
+            pass  # a kernel without seccomp: the per-process limits still hold
         from harness.sandbox import evaluator
 
         evaluator.serve(socket.socket(fileno=_WORKER_SOCKET), module_path, order["class_name"])
