@@ -528,10 +528,7 @@ class Sandbox:
             worker.close_channel()
             self.launcher.drain.forget(worker.key)
         if self.launcher.mode == "basic" and not self.namespaces and self._workroot.startswith("/tmp/"):
-            try:
-                shutil.rmtree(self._workroot, ignore_errors=True)
-            except RecursionError:  # a submission may nest folders deeper than rmtree recurses
-                pass
+            _remove_tree(self._workroot)
         if self._owns_launcher:
             self.launcher.close()
 
@@ -540,6 +537,52 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _remove_tree(top: str) -> None:
+    """Delete a folder however deep it nests and whatever its modes, never following a link.
+
+    A submission controls what is inside: shutil.rmtree recurses once per level and
+    works with whole paths, so 1,500 nested folders stop it (RecursionError, or paths
+    longer than the kernel accepts) and the rest stays on the host's disk. Here one
+    descriptor walks down and back up, and every name is relative to it.
+    """
+    try:
+        fd = os.open(top, _DIRECTORY)
+    except OSError:
+        return
+    names: list[str] = []
+    try:
+        while True:
+            entries = list(os.scandir(fd))
+            folder = next((e.name for e in entries if e.is_dir(follow_symlinks=False)), None)
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.name, dir_fd=fd)
+            if folder is not None:
+                os.chmod(folder, 0o700, dir_fd=fd)  # a folder the submission made unreadable
+                inner = os.open(folder, _DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+                names.append(folder)
+            elif names:
+                outer = os.open("..", _DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = outer
+                os.rmdir(names.pop(), dir_fd=fd)
+            else:
+                break
+    except OSError:
+        pass  # clean-up never changes a verdict
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
 
 
 class Worker:

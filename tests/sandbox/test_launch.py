@@ -3,7 +3,7 @@
 import os
 import time
 
-from harness.sandbox.launch import OUTPUT_CAP, _Drain
+from harness.sandbox.launch import OUTPUT_CAP, _Drain, _remove_tree
 
 
 def test_output_is_kept_up_to_the_cap_and_the_rest_counted():
@@ -42,3 +42,30 @@ def test_a_pipe_forgotten_while_its_output_waits_does_not_stop_the_drain():
         assert drain._thread.is_alive()
     finally:
         drain.close()
+
+
+def _nest(top, depth: int) -> None:
+    """``depth`` folders inside each other under ``top``, with a file at the bottom (paths past PATH_MAX)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("dd", dir_fd=fd)
+        inner = os.open("dd", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(os.open("leaf", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    os.close(fd)
+
+
+def test_a_submissions_folder_is_removed_however_deep_and_locked(tmp_path):
+    top = tmp_path / "workroot"
+    top.mkdir()
+    _nest(top, 3000)
+    (top / "locked").mkdir()
+    (top / "locked" / "file").write_text("x")
+    (top / "locked").chmod(0)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "keep").write_text("x")
+    (top / "link").symlink_to(tmp_path / "outside")
+    _remove_tree(str(top))
+    assert not top.exists()
+    assert (tmp_path / "outside" / "keep").read_text() == "x"
