@@ -528,7 +528,7 @@ class Sandbox:
             worker.close_channel()
             self.launcher.drain.forget(worker.key)
         if self.launcher.mode == "basic" and not self.namespaces and self._workroot.startswith("/tmp/"):
-            _remove_tree(self._workroot)
+            _remove_tree(self._workroot, seconds=_CLEANUP_SECONDS)
         if self._owns_launcher:
             self.launcher.close()
 
@@ -540,23 +540,28 @@ class Sandbox:
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_CLEANUP_SECONDS = 5.0
+"""How long removing a submission's folder (without namespaces) may delay the end of a grade."""
 
 
-def _remove_tree(top: str) -> None:
+def _remove_tree(top: str, seconds: float = float("inf")) -> None:
     """Delete a folder however deep it nests and whatever its modes, never following a link.
 
     A submission controls what is inside: shutil.rmtree recurses once per level and
     works with whole paths, so 1,500 nested folders stop it (RecursionError, or paths
     longer than the kernel accepts) and the rest stays on the host's disk. Here one
-    descriptor walks down and back up, and every name is relative to it.
+    descriptor walks down and back up, and every name is relative to it. Each removal
+    costs time in proportion to the depth (tens of thousands of nested folders take
+    minutes), so after ``seconds`` the rest is left where it is.
     """
+    deadline = time.monotonic() + seconds
     try:
         fd = os.open(top, _DIRECTORY)
     except OSError:
         return
     names: list[str] = []
     try:
-        while True:
+        while time.monotonic() < deadline:
             entries = list(os.scandir(fd))
             folder = next((e.name for e in entries if e.is_dir(follow_symlinks=False)), None)
             for entry in entries:
