@@ -80,10 +80,17 @@ def _load_manifest() -> list[dict[str, Any]]:
 ENTRIES = _load_manifest()
 
 
+def _known_hole(entry: dict[str, Any], mode: str) -> str | None:
+    """Why ``entry`` is expected to get through in ``mode``: ``xfail`` is a reason for every mode, or one per mode."""
+    reason = entry.get("xfail")
+    return reason.get(mode) if isinstance(reason, dict) else reason
+
+
 def _params(mode: str) -> list[Any]:
     chosen = [e for e in ENTRIES if mode == "sandbox" or mode in e.get("also", [])]
     return [pytest.param(e, id=e["file"].removesuffix(".py"),
-                         marks=[pytest.mark.xfail(reason=e["xfail"], strict=True)] if "xfail" in e else [])
+                         marks=[pytest.mark.xfail(reason=_known_hole(e, mode), strict=True)] if _known_hole(e, mode)
+                         else [])
             for e in chosen]
 
 
@@ -126,6 +133,79 @@ def unprivileged_launcher(secret, unprivileged_user):
 def basic_launcher(secret):
     with Launcher("basic") as launcher:
         yield launcher
+
+
+_WITHOUT_NAMESPACES = """
+import json, os, shutil, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+import test_hostile as t
+t.refuse_user_namespaces()
+from harness.sandbox import Launcher
+from harness.sandbox.launch import _remove_tree
+sys.dont_write_bytecode = True
+with Launcher("basic") as launcher:
+    for entry in [e for e in t.ENTRIES if e["file"] in sys.argv[1:]]:
+        folder = Path(tempfile.mkdtemp(prefix="hostile-"))
+        before = set(Path("/tmp").glob("grade-submission-*"))
+        run = t._grade(entry, folder, launcher, os.environ[t.SECRET])
+        if run.data.get("isolation_note") != "this machine allows no user namespaces":
+            run.problems.append(f"graded with namespaces after all: {{run.data.get('isolation_note')!r}}")
+        for left in set(Path("/tmp").glob("grade-submission-*")) - before:
+            run.problems.append(f"the submission's folder {{left}} is still on the disk")
+            _remove_tree(str(left))
+        print(json.dumps({{"file": entry["file"], "problems": run.problems}}), flush=True)
+        shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def graded_without_namespaces(secret) -> tuple[dict[str, list[str]], str]:
+    """Every ``no_namespaces`` file graded by a grader whose kernel refuses user namespaces: its problems by file."""
+    if os.uname().machine not in _NAMESPACE_CALLS:
+        pytest.skip(f"no system call table for {os.uname().machine} to refuse user namespaces with")
+    files = [e["file"] for e in ENTRIES if "no_namespaces" in e.get("also", [])]
+    budget = sum(float(e.get("time_limit", TIME_LIMIT)) + SLACK for e in ENTRIES if e["file"] in files) + CLI_START
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_NAMESPACES.format(tests=str(Path(__file__).parent)), *files],
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}, cwd="/",
+                          capture_output=True, text=True, timeout=budget)
+    problems = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            result = json.loads(line)
+            problems[result["file"]] = result["problems"]
+    return problems, done.stderr
+
+
+# unshare, clone and clone3 on the architectures the sandbox runs on (the kernel's tables).
+_NAMESPACE_CALLS = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
+
+
+def refuse_user_namespaces() -> None:
+    """For this process and its children: no user namespaces, as in a container's default seccomp profile.
+
+    unshare() and clone() with CLONE_NEWUSER fail with EPERM; clone3(), whose flags a filter
+    cannot read, fails with ENOSYS, so the C library falls back to clone().
+    """
+    arch, unshare, clone, clone3 = _NAMESPACE_CALLS[os.uname().machine]
+    load, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    program = [(load, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, allow), (load, 0, 0, 0),
+               (jeq, 0, 1, clone3), (ret, 0, 0, enosys),
+               (jeq, 1, 0, unshare), (jeq, 0, 3, clone),
+               (load, 0, 0, 16), (jset, 0, 1, 0x10000000), (ret, 0, 0, eperm),  # args[0] & CLONE_NEWUSER
+               (ret, 0, 0, allow)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*instruction) for instruction in program])
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(Program(len(program), filters)), 0, 0):
+        raise OSError(ctypes.get_errno(), "seccomp")
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +334,7 @@ def test_manifest_entry_is_well_formed(entry):
     assert entry["status"] in STATUSES
     assert entry["exit_code"] in (0, 1, 3, 4)
     assert 0 <= entry["max_score_fraction"] <= 1
-    assert set(entry.get("also", [])) <= {"unprivileged", "basic"}
+    assert set(entry.get("also", [])) <= {"unprivileged", "basic", "no_namespaces"}
     assert entry.get("via", "library") in ("library", "cli")
 
 
@@ -282,6 +362,16 @@ def test_hostile_submission_with_basic_isolation(entry, basic_launcher, secret, 
     _assert_clean(run)
 
 
+@pytest.mark.parametrize("entry", _params("no_namespaces"))
+def test_hostile_submission_with_basic_isolation_and_no_user_namespaces(entry, graded_without_namespaces):
+    # As in a container that allows no user namespaces: no pid, mount or network namespace,
+    # only the uid, the session, the rlimits and the grader's own clean-up.
+    problems, stderr = graded_without_namespaces
+    assert entry["file"] in problems, f"the grader in a process without user namespaces stopped: {stderr[-3000:]}"
+    assert problems[entry["file"]] == [], "\n".join([f"{entry['file']} ({entry['technique']}):",
+                                                     *problems[entry["file"]]])
+
+
 def test_the_python_installation_is_unchanged_after_the_whole_corpus(whole_installation):
     # Every file, at every depth (the per-file listings stop two folders down): any change
     # is one no single test saw, such as a daemon that waited for its grade to end.
@@ -303,7 +393,7 @@ def _verdict_problems(run: Run) -> list[str]:
         found.append(f"score {score}/{max_score} is more than its gradients earn "
                      f"({entry['max_score_fraction']:.0%})")
     if run.seconds > run.time_limit + SLACK:
-        found.append(f"the grade took {run.seconds:.1f} s, more than its time limit of {run.time_limit:g} s + {SLACK:g}")
+        found.append(f"the grade took {run.seconds:.1f} s, more than its time limit ({run.time_limit:g} s) + {SLACK:g}")
     checks = data.get("checks", [])
     outcomes = {c.get("id"): c.get("outcome") for c in checks}
     for check_id in entry.get("fails", []):
