@@ -395,6 +395,9 @@ def _verdict_problems(run: Run) -> list[str]:
     if max_score and score / max_score > entry["max_score_fraction"] + 1e-9:
         found.append(f"score {score}/{max_score} is more than its gradients earn "
                      f"({entry['max_score_fraction']:.0%})")
+    owed = sum(c.get("max_points", 0) for c in data.get("checks", []) if c.get("id") in entry.get("fails", []))
+    if owed and score > max_score - owed + 1e-6:
+        found.append(f"score {score}/{max_score} includes points of checks that must fail ({owed:g})")
     if run.seconds > run.time_limit + SLACK + run.startup:
         found.append(f"the grade took {run.seconds:.1f} s, more than its time limit ({run.time_limit:g} s) + {SLACK:g}"
                      + (f" + {run.startup:g} to start" if run.startup else ""))
@@ -418,7 +421,6 @@ def _verdict_problems(run: Run) -> list[str]:
 # ---- the report --------------------------------------------------------------------------------------------
 
 _OWN_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
-_ESCAPED_PIPE = re.compile(r"\\\|")
 
 
 def _unsafe_characters(text: str) -> list[str]:
@@ -470,20 +472,32 @@ def _report_problems(run: Run, secret: str) -> list[str]:
     return found
 
 
+# What the corpus writes into exceptions and output to forge Markdown (markdown_injection.py):
+# shown escaped, none of it can appear raw, whatever layout the renderer chooses.
+_INJECTED_MARKUP = ("<script", "<img", "<!--", "](javascript:", "](http://evil", "<summary>x</summary>")
+_INJECTED_LINES = ("## Score 100", "# heading", "| core.properties | passed", "> quote", "- item", "1. item")
+
+
 def _markdown_problems(markdown: str) -> list[str]:
-    """Candidate text in Markdown cannot open tags, headings or fences, nor break the table."""
-    found = []
-    if re.search(r"(?<!\\)<", markdown):
-        found.append("the Markdown report has an unescaped '<'")
-    fences = 0
+    """Candidate text in Markdown opens no tag, heading, list or table row, and closes no fence.
+
+    Text inside a fenced code block is literal, and so is markup escaped with a backslash.
+    """
+    found, fence = [], ""
     for line in markdown.splitlines():
-        if line.startswith("#") and not (line.startswith("## Autograd grade: ") or line.startswith("### `")):
-            found.append(f"the Markdown report has a heading it did not write: {line[:80]!r}")
-        if line.startswith("```"):
-            fences += 1
-        if line.startswith("| ") and len(_ESCAPED_PIPE.sub("", line).split("|")) != 7:
-            found.append(f"a Markdown table row with the wrong number of cells: {line[:120]!r}")
-    if fences % 2:
+        ticks = re.match(r"\s*(`{3,})", line)
+        if fence:
+            if ticks and line.strip() == "`" * len(line.strip()) and len(line.strip()) >= len(fence):
+                fence = ""
+            continue
+        if ticks:
+            fence = ticks.group(1)
+            continue
+        found += [f"the Markdown report shows {markup!r} raw: {line[:80]!r}" for markup in _INJECTED_MARKUP
+                  if re.search(r"(?<!\\)" + re.escape(markup), line)]
+        if line.startswith(_INJECTED_LINES):
+            found.append(f"the Markdown report has a line the submission wrote: {line[:80]!r}")
+    if fence:
         found.append("the Markdown report leaves a code fence open")
     return found
 
