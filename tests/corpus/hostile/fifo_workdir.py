@@ -2,7 +2,8 @@
 
 A grader that reads stdout.txt from a folder the worker controls blocks forever on a
 FIFO. FIFOs named w1..w60 next to the worker's own folder take the names later workers
-would get, and the module file itself becomes a FIFO.
+would get. (The module file itself is left alone: the worker reads it for tracebacks, so a
+FIFO there only makes this submission's own requests time out.)
 """
 
 import os
@@ -31,11 +32,6 @@ def attack():
             os.mkfifo(os.path.join("..", f"w{n}"))
         except OSError:
             pass
-    try:
-        os.unlink(__file__)
-        os.mkfifo(__file__)
-    except OSError:
-        pass
 
 
 attack()
