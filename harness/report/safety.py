@@ -12,8 +12,13 @@ from typing import Final
 
 __all__ = ["printable", "markdown_inline", "markdown_fence"]
 
-# C0 controls but tab and newline, DEL, C1 controls, and the Unicode marks that reorder or hide text.
-_UNSAFE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# C0 controls but tab and newline, DEL, C1 controls; the Unicode format characters that
+# reorder, join or hide text (bidirectional marks, zero-width characters, invisible tags);
+# line and paragraph separators; and lone surrogates, which no output encoding accepts.
+_UNSAFE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891"
+                            "\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+                            "\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+                            "\U0001d173-\U0001d17a\U000e0000-\U000e007f]")
 _MARKDOWN_SPECIAL: Final = re.compile(r"([\\`*_{}\[\]|<>~!])")
 _MARKDOWN_LEADING: Final = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 

@@ -157,7 +157,10 @@ class _Drain:
                         except OSError:
                             pass
                         continue
-                    self._read(selected.fd, selected.data)
+                    # forget() may have closed this pipe since select() returned, and a new
+                    # pipe may already have its number: read only what is still registered.
+                    if self._open.get(selected.data) == selected.fd:
+                        self._read(selected.fd, selected.data)
 
     def _read(self, fd: int, entry: tuple[Any, str]) -> None:
         try:
@@ -285,7 +288,7 @@ class Launcher:
             if self._closed:
                 raise SandboxUnavailable("the sandbox has been shut down")
             self._await_ready()
-            order = {"op": "submission", "read_only_host": self.mode == "basic",
+            order = {"op": "submission",
                      "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
                                 "disk_mb": limits.disk_mb, "file_mb": limits.file_mb}}
             try:
@@ -525,10 +528,7 @@ class Sandbox:
             worker.close_channel()
             self.launcher.drain.forget(worker.key)
         if self.launcher.mode == "basic" and not self.namespaces and self._workroot.startswith("/tmp/"):
-            try:
-                shutil.rmtree(self._workroot, ignore_errors=True)
-            except RecursionError:  # a submission may nest folders deeper than rmtree recurses
-                pass
+            _remove_tree(self._workroot, seconds=_CLEANUP_SECONDS)
         if self._owns_launcher:
             self.launcher.close()
 
@@ -537,6 +537,57 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_CLEANUP_SECONDS = 5.0
+"""How long removing a submission's folder (without namespaces) may delay the end of a grade."""
+
+
+def _remove_tree(top: str, seconds: float = float("inf")) -> None:
+    """Delete a folder however deep it nests and whatever its modes, never following a link.
+
+    A submission controls what is inside: shutil.rmtree recurses once per level and
+    works with whole paths, so 1,500 nested folders stop it (RecursionError, or paths
+    longer than the kernel accepts) and the rest stays on the host's disk. Here one
+    descriptor walks down and back up, and every name is relative to it. Each removal
+    costs time in proportion to the depth (tens of thousands of nested folders take
+    minutes), so after ``seconds`` the rest is left where it is.
+    """
+    deadline = time.monotonic() + seconds
+    try:
+        fd = os.open(top, _DIRECTORY)
+    except OSError:
+        return
+    names: list[str] = []
+    try:
+        while time.monotonic() < deadline:
+            entries = list(os.scandir(fd))
+            folder = next((e.name for e in entries if e.is_dir(follow_symlinks=False)), None)
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.name, dir_fd=fd)
+            if folder is not None:
+                os.chmod(folder, 0o700, dir_fd=fd)  # a folder the submission made unreadable
+                inner = os.open(folder, _DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+                names.append(folder)
+            elif names:
+                outer = os.open("..", _DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = outer
+                os.rmdir(names.pop(), dir_fd=fd)
+            else:
+                break
+    except OSError:
+        pass  # clean-up never changes a verdict
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
 
 
 class Worker:
@@ -560,9 +611,11 @@ class Worker:
         except (socket.timeout, TimeoutError, OSError) as exc:
             self.kill()
             raise WorkerDied(f"the channel broke while sending a request: {exc}") from None
-        return self.receive(deadline - time.monotonic(), "answering a request", kind=str(payload.get("kind")))
+        return self.receive(deadline - time.monotonic(), "answering a request", kind=str(payload.get("kind")),
+                            request=payload)
 
-    def receive(self, timeout: float, what: str, *, kind: str = "", hello: bool = False) -> dict[str, Any]:
+    def receive(self, timeout: float, what: str, *, kind: str = "", hello: bool = False,
+                request: dict[str, Any] | None = None) -> dict[str, Any]:
         """The worker's next message, validated. A timeout, a crash or garbage on the channel kills the worker."""
         try:
             reply = recv_message(self.sock, deadline=time.monotonic() + max(0.01, timeout))
@@ -576,7 +629,7 @@ class Worker:
             self.kill()
             raise WorkerDied(f"the submission's process ended while {what} (it exited, or was killed by a crash)")
         try:
-            return validate_hello(reply) if hello else validate_reply(kind, reply)
+            return validate_hello(reply) if hello else validate_reply(kind, reply, request)
         except SchemaError as exc:
             self.kill()
             raise WorkerDied(f"the worker sent a malformed message while {what}: {str(exc)[:300]}") from None

@@ -154,6 +154,12 @@ def _tensor(value: Any, where: str) -> None:
     expected = math.prod(value["shape"])
     if expected != len(value["values"]):
         _fail(where, f"shape {value['shape']} needs {expected} values, got {len(value['values'])}")
+    if value["dtype"] in _INTEGER_DTYPES and not all(isinstance(v, int) for v in value["values"]):
+        _fail(where, f"{value['dtype']} values that are not integers")
+
+
+_INTEGER_DTYPES: Final = ("int64",)
+"""dtypes the grader decodes as integers (``program.DTYPES``): NaN, infinities or fractions cannot be one."""
 
 
 _DESCRIPTION: Final = _record({"not_tensor": _text(MAX_NAME)})
@@ -222,8 +228,21 @@ def validate_hello(message: Any) -> dict[str, Any]:
     return message
 
 
-def validate_reply(kind: str, message: Any) -> dict[str, Any]:
-    """A reply to a request of ``kind``, checked against that kind's schema."""
+# What a reply without an error always holds: the evaluator reports every fact it was asked for,
+# so a missing one is a forged reply, never "nothing to see" that a check could take for a pass.
+_COMPLETE: Final[dict[str, tuple[str, ...]]] = {
+    "run": ("values", "requires_grad", "grads", "leaf_data", "seconds"),
+    "timed_run": ("values", "requires_grad", "grads", "leaf_data", "seconds"),
+    "run_many": ("results",),
+    "deep_chain": ("grad", "backward_seconds"),
+    "memory_release": ("alive_before", "alive_after", "grad_x", "x", "w"),
+    "no_grad": ("h_requires_grad", "z_requires_grad", "z_value", "intermediate_freed", "after_requires_grad",
+                "after_exception_requires_grad"),
+}
+
+
+def validate_reply(kind: str, message: Any, request: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A reply to a request of ``kind``, checked against that kind's schema (and against ``request``)."""
     if not isinstance(message, dict):
         _fail("reply", f"expected an object, got {type(message).__name__}")
     _generic(message, "reply")
@@ -236,4 +255,34 @@ def validate_reply(kind: str, message: Any) -> dict[str, Any]:
         _VIOLATIONS(message["violations"], "reply.violations")
     if "review" in message:
         _REVIEW(message["review"], "reply.review")
+    if "error" not in message:
+        for key in _COMPLETE.get(kind, ()):
+            if key not in message:
+                _fail("reply", f"missing field {key!r}")
+        if kind in ("run", "timed_run") and request is not None:
+            _run_complete(message, request.get("program"), request.get("observe", "all"))
+        if kind == "run_many" and request is not None:
+            programs = request.get("programs") or []
+            results = message["results"]
+            if len(results) != len(programs):
+                _fail("reply.results", f"{len(results)} results for {len(programs)} graphs")
+            for i, (result, program) in enumerate(zip(results, programs)):
+                if "error" not in result:
+                    for key in _COMPLETE["run"]:
+                        if key not in result:
+                            _fail(f"reply.results[{i}]", f"missing field {key!r}")
+                    _run_complete(result, program, request.get("observe", "all"))
     return message
+
+
+def _run_complete(message: dict[str, Any], program: Any, observe: Any) -> None:
+    """A run without an error reports every node it was asked about and every float leaf."""
+    if not isinstance(program, dict):
+        return
+    steps = [s.get("name") for s in program.get("steps", []) if isinstance(s, dict)]
+    names = steps if observe == "all" else [program.get("output")]
+    leaves = [w.get("name") for w in program.get("leaves", []) if isinstance(w, dict) and w.get("dtype") != "int64"]
+    for field, wanted in (("values", names), ("requires_grad", names), ("grads", leaves), ("leaf_data", leaves)):
+        missing = [str(name) for name in wanted if name not in message[field]]
+        if missing:
+            _fail(f"reply.{field}", f"nothing reported for {', '.join(missing[:5])[:200]}")

@@ -32,10 +32,11 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import traceback
 from typing import Any
 
-from harness.sandbox import _linux
+from harness.sandbox import _linux, zygote
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
 _NAMESPACES = (_linux.CLONE_NEWUSER | _linux.CLONE_NEWNS | _linux.CLONE_NEWPID | _linux.CLONE_NEWIPC
@@ -56,7 +57,7 @@ def main(fd: int) -> None:
     _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and are reaped by the kernel
     send_message(channel, {"kind": "ready", "uid": os.getuid()})
-    zygotes: dict[int, int] = {}
+    zygotes: dict[int, tuple[int, int, bool]] = {}  # id -> (pidfd, pid, namespaces)
     count = 0
     while True:
         fds: list[int] = []
@@ -67,14 +68,16 @@ def main(fd: int) -> None:
         if op == "submission" and len(fds) == 1:
             count += 1
             try:
-                zygotes[count], namespaces = _start_submission(channel, fds[0], order)
-                reply: dict[str, Any] = {"id": count, "namespaces": namespaces}
+                zygotes[count] = _start_submission(channel, fds[0], order)
+                reply: dict[str, Any] = {"id": count, "namespaces": zygotes[count][2]}
             except OSError as exc:
                 reply = {"error": f"could not start a zygote: {exc}"}
         elif op == "kill":
-            pidfd = zygotes.pop(order.get("id"), None)
-            if pidfd is not None:
-                _kill_pidfd(pidfd)
+            entry = zygotes.pop(order.get("id"), None)
+            if entry is not None:
+                _kill_pidfd(entry[0])
+                if not entry[2]:
+                    _kill_strays({pid for _, pid, _ in zygotes.values()})
             reply = {"ok": True}
         else:
             reply = {"error": f"unknown order {op!r}"}
@@ -83,8 +86,8 @@ def main(fd: int) -> None:
         send_message(channel, reply)
 
 
-def _start_submission(channel: socket.socket, zygote_fd: int, order: dict[str, Any]) -> tuple[int, bool]:
-    """Fork the submission's zygote; its pidfd (so a recycled pid is never killed) and whether it has namespaces."""
+def _start_submission(channel: socket.socket, zygote_fd: int, order: dict[str, Any]) -> tuple[int, int, bool]:
+    """Fork the submission's zygote: its pidfd (a recycled pid is never killed), pid, and whether it has namespaces."""
     report_r, report_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -104,7 +107,7 @@ def _start_submission(channel: socket.socket, zygote_fd: int, order: dict[str, A
         os.close(report_r)
     try:
         zygote_pid, namespaces = text.split()
-        return os.pidfd_open(int(zygote_pid)), namespaces == "1"
+        return os.pidfd_open(int(zygote_pid)), int(zygote_pid), namespaces == "1"
     except ValueError:
         raise OSError("the zygote did not report its pid") from None
 
@@ -127,7 +130,7 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     torch.ones(1).add(1)
     _linux.drop_to_nobody()
     _linux.prctl(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
-    namespaces = _enter_namespaces(limits, read_only_host=bool(order.get("read_only_host")))
+    namespaces = _enter_namespaces(limits)
     # With namespaces the submission's folder is its private tmpfs; without, a fresh folder
     # that the grader removes afterwards.
     limits = {**limits, "workroot": "/tmp" if namespaces else tempfile.mkdtemp(prefix="grade-submission-")}
@@ -142,8 +145,8 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     os._exit(0)
 
 
-def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
-    """New user, mount, pid, ipc, uts and network namespaces, a private /tmp and no /proc.
+def _enter_namespaces(limits: dict[str, Any]) -> bool:
+    """New user, mount, pid, ipc, uts and network namespaces, a read-only view, a private /tmp and no /proc.
 
     Returns False where the machine allows no user namespaces: the submission then
     runs with the template's view (and the grader says so in the report).
@@ -154,9 +157,12 @@ def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
     except OSError:
         return False
     _linux.map_ids(uid, gid)
+    _close_namespace_loopholes()
     _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
-    if read_only_host:
-        _remount_everything_read_only()
+    # Read-only everywhere, bubblewrap's own folders included: started by an unprivileged
+    # user, its root, /etc, /dev and /dev/shm are tmpfs folders the submission owns, with
+    # no size limit and shared with every later submission.
+    _remount_everything_read_only()
     _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV,
                  f"size={int(limits['disk_mb'])}m,mode=0700")
     hidden = _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
@@ -169,12 +175,24 @@ def _enter_namespaces(limits: dict[str, Any], read_only_host: bool) -> bool:
     return True
 
 
+def _close_namespace_loopholes() -> None:
+    """No user namespaces below this one: root in a nested one may mount a tmpfs of any size.
+
+    The limit belongs to the user namespace just created, so it binds the submission only.
+    """
+    try:
+        with open("/proc/sys/user/max_user_namespaces", "w") as f:
+            f.write("0")
+    except OSError:
+        pass  # a kernel without per-namespace limits: the workers still hold no capabilities
+
+
 _MOUNT_FLAGS = {"nosuid": _linux.MS_NOSUID, "nodev": _linux.MS_NODEV, "noexec": _linux.MS_NOEXEC,
                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
 
 
 def _remount_everything_read_only() -> None:
-    """Without bubblewrap: make every mount of the host read-only in this mount namespace.
+    """Make every mount in this mount namespace read-only (the host's, without bubblewrap; its own, with).
 
     A remount must keep the flags the kernel locked when the namespace was created
     (nosuid, nodev, ...), so each mount's own options are carried over.
@@ -216,6 +234,26 @@ def _close(fd: int) -> None:
         os.close(fd)
     except OSError:
         pass
+
+
+def _kill_strays(live_zygotes: set[int]) -> None:
+    """Without namespaces: kill what a killed zygote's submission left behind.
+
+    Its workers and the daemons they reparented to it come here, to the subreaper, when
+    it dies: every child but a live zygote is a stray. A process that keeps re-forking
+    may stay a step ahead of these rounds; only a pid namespace ends it for sure.
+    """
+    me = os.getpid()
+    for _ in range(50):
+        strays = [pid for pid, parent in zygote.parents().items() if parent == me and pid not in live_zygotes]
+        if not strays:
+            return
+        for pid in strays + [d for stray in strays for d in zygote.descendants(stray)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)
 
 
 def _kill_pidfd(pidfd: int) -> None:

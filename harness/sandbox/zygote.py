@@ -131,6 +131,10 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
             _linux.drop_capabilities()
         else:
             _linux.prctl(_linux.PR_SET_NO_NEW_PRIVS, 1)
+        try:
+            _linux.deny_unbounded_memory(os.uname().machine)
+        except OSError:
+            pass  # a kernel without seccomp: the per-process limits still hold
         from harness.sandbox import evaluator
 
         evaluator.serve(socket.socket(fileno=_WORKER_SOCKET), module_path, order["class_name"])
@@ -178,9 +182,9 @@ def _cpu_seconds(entry: tuple[int, int] | None) -> float | None:
         return None
 
 
-def _descendants(root: int) -> list[int]:
-    """Every live process below ``root``, found through /proc parent links (only without pid namespaces)."""
-    children: dict[int, list[int]] = {}
+def parents() -> dict[int, int]:
+    """Every process in /proc and its parent (only without pid namespaces: workers see no /proc)."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -189,8 +193,15 @@ def _descendants(root: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
+        found[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root``, found through /proc parent links (only without pid namespaces)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents().items():
+        children.setdefault(ppid, []).append(pid)
     found, frontier = [], [root]
     while frontier:
         pid = frontier.pop()
@@ -202,7 +213,7 @@ def _descendants(root: int) -> list[int]:
 
 def _kill_tree(pid: int) -> None:
     """Kill a worker, its process group and every descendant, whatever session they moved to."""
-    targets = _descendants(pid)
+    targets = descendants(pid)
     for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
             kill()

@@ -194,3 +194,50 @@ def test_requiring_the_sandbox_without_bubblewrap_is_refused(monkeypatch):
     monkeypatch.setattr("harness.sandbox.launch.shutil.which", lambda name: None)
     with pytest.raises(SandboxUnavailable, match="^bubblewrap is not installed"):
         Launcher("sandbox")
+
+
+def test_nothing_outside_the_private_tmpfs_is_writable(sandbox, tmp_path):
+    # Started by an unprivileged user, bubblewrap's own root, /etc, /dev and /dev/shm are
+    # tmpfs folders the submission owns: unlimited, and shared with later submissions.
+    body = '''
+    import os
+    writable = []
+    for root, dirs, _files in os.walk("/"):
+        if root.startswith(("/tmp", "/proc", "/sys")):
+            dirs[:] = []
+            continue
+        try:
+            os.close(os.open(os.path.join(root, ".probe"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            continue
+        os.unlink(os.path.join(root, ".probe"))
+        writable.append(root)
+    print(writable)
+    '''
+    worker = sandbox.spawn(_write(tmp_path, body))
+    worker.kill()
+    assert worker.output()["stdout"].strip() == "[]"
+
+
+def test_memory_that_no_limit_counts_is_refused(sandbox, tmp_path):
+    # System V segments outlive the mappings RLIMIT_AS counts, a memfd is written without being
+    # mapped, and root of a nested user namespace may mount a tmpfs of any size.
+    body = '''
+    import ctypes, errno, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    def refused(call):
+        return call() == -1 and ctypes.get_errno() in (errno.EPERM, errno.ENOSPC, errno.EINVAL)
+    try:
+        os.memfd_create("m")
+        memfd = False
+    except PermissionError:
+        memfd = True
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if refused(lambda: libc.unshare(0x10000000)) else 1)
+    print(refused(lambda: libc.shmget(0, ctypes.c_size_t(1 << 20), 0o1600)),
+          refused(lambda: libc.msgget(0, 0o1600)), memfd, os.waitpid(child, 0)[1] == 0)
+    '''
+    worker = sandbox.spawn(_write(tmp_path, body))
+    worker.kill()
+    assert worker.output()["stdout"].strip() == "True True True True"

@@ -1,0 +1,111 @@
+"""Hostile: speak the worker protocol from import time: a forged hello, then forged replies.
+
+The socket is found by its descriptor. The forged hello claims every member and feature;
+every request then gets a reply that says all went well and observed nothing an engine
+could be credited for. The grader must treat it all as the candidate's word.
+
+"""
+
+import json
+import os
+import stat
+import struct
+import time
+
+import torch
+
+# The tests copy this file as <name>_m<digits>.py: the digits mark every process it starts and
+# are the only processes outside its own it may touch. Without a mark it touches nothing outside.
+MARK = __name__.rpartition("_m")[2] if __name__.rpartition("_m")[2].isdigit() else ""
+
+
+def escaped(what):
+    """A step that worked where it must not: the tests look for this word in the report."""
+    print(f"ESCAPED {what}", flush=True)
+
+
+def worker_socket():
+    """The worker's channel to the grader, found by its descriptor's type."""
+    for fd in range(3, 256):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                return fd
+        except OSError:
+            continue
+    raise RuntimeError("no socket among the open descriptors")
+
+
+def send_raw(data):
+    fd = worker_socket()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def send_frame(body, size=None):
+    """One frame of the worker protocol: a 4-byte big-endian length (``size`` may lie), then the body."""
+    send_raw(struct.pack(">I", len(body) if size is None else size) + body)
+
+
+def hang():
+    time.sleep(97)  # the grader kills the worker long before
+
+MEMBERS = ["__add__", "__mul__", "__matmul__", "relu", "sum", "backward", "__radd__", "__rmul__"]
+FEATURES = {"no_grad": True, "backward_takes_grad": True, "broadcast_forward": True, "number_forward": True}
+
+
+def recv_exact(fd, size):
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return data
+
+
+def serve():
+    fd = worker_socket()
+    send_frame(json.dumps({"kind": "ready", "has_class": True, "violations": [], "members": MEMBERS,
+                           "features": FEATURES}).encode())
+    while True:
+        (size,) = struct.unpack(">I", recv_exact(fd, 4))
+        request = json.loads(recv_exact(fd, size))
+        reply = {"values": {}, "requires_grad": {}, "grads": {}, "leaf_data": {}, "seconds": 0.0,
+                 "backward_seconds": 0.0, "violations": []}
+        if request.get("kind") == "deep_chain":
+            reply = {"grad": {"shape": [], "dtype": "float64", "values": [float(request["n"] + 1)]},
+                     "backward_seconds": 0.0, "violations": []}
+        send_frame(json.dumps(reply).encode())
+
+
+serve()  # never returns: this process is the forged worker from now on
+
+
+def during_backward():
+    pass
+
+
+class Tensor:
+    """No engine: forward values only, nothing requires grad, and backward raises."""
+
+    def __init__(self, data, requires_grad=False):
+        self.data, self.requires_grad, self.grad = data, requires_grad, None
+
+    def __add__(self, other):
+        return Tensor(self.data + other.data)
+
+    def __mul__(self, other):
+        return Tensor(self.data * other.data)
+
+    def __matmul__(self, other):
+        return Tensor(self.data @ other.data)
+
+    def relu(self):
+        return Tensor(self.data.clamp(min=0))
+
+    def sum(self):
+        return Tensor(self.data.sum())
+
+    def backward(self):
+        during_backward()
+        raise NotImplementedError("no engine")
