@@ -142,7 +142,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
                        isolation_note="", sha256=submission.sha256, root_causes=causes)
-    limits = Limits(memory_mb=options.memory_mb)
+    limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     owned: list[Any] = []
     try:
         if isinstance(sandbox, Sandbox):

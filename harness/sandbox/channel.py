@@ -22,6 +22,7 @@ from typing import Any, Final, Sequence
 __all__ = ["ChannelError", "send_message", "recv_message", "parse", "MAX_MESSAGE", "TRUSTED_LIMITS"]
 
 _HEADER: Final = struct.Struct(">I")
+_CREDENTIALS: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
 MAX_MESSAGE: Final = 8 * 1024 * 1024
 """Bytes in one message. A reply holds a few tensors of at most a few thousand numbers."""
 MAX_CONTAINERS: Final = 20_000
@@ -47,7 +48,8 @@ def send_message(sock: socket.socket, payload: Any, fds: Sequence[int] = ()) -> 
 
 
 def recv_message(sock: socket.socket, *, deadline: float | None = None, limit: int = MAX_MESSAGE,
-                 containers: int = MAX_CONTAINERS, fds: list[int] | None = None) -> Any:
+                 containers: int = MAX_CONTAINERS, fds: list[int] | None = None,
+                 senders: list[int] | None = None) -> Any:
     """The next message, or None when the other side has closed the channel.
 
     ``deadline`` (a ``time.monotonic()`` value) bounds the whole message, however
@@ -55,14 +57,16 @@ def recv_message(sock: socket.socket, *, deadline: float | None = None, limit: i
     sent with the message are appended to ``fds`` (refused when ``fds`` is None).
     ``limit`` and ``containers`` bound what is accepted; the sandboxed side raises them
     for the grader's own requests, which can describe graphs of many thousand nodes.
+    With ``senders``, the socket must have SO_PASSCRED set: the pid of the process that
+    sent the message, as the kernel counts it in this process's pid namespace, is appended.
     """
-    header = _recv_exact(sock, _HEADER.size, deadline, fds)
+    header = _recv_exact(sock, _HEADER.size, deadline, fds, senders)
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
     if size > limit:
         raise ChannelError(f"a message of {size} bytes is larger than the limit of {limit}")
-    body = _recv_exact(sock, size, deadline, None)
+    body = _recv_exact(sock, size, deadline, None, None)
     if body is None:
         return None
     return parse(body, containers)
@@ -84,7 +88,8 @@ def parse(body: bytes, containers: int = MAX_CONTAINERS) -> Any:
         raise ChannelError(f"malformed message: {str(exc)[:200]}") from None
 
 
-def _recv_exact(sock: socket.socket, size: int, deadline: float | None, fds: list[int] | None) -> bytes | None:
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None, fds: list[int] | None,
+                senders: list[int] | None = None) -> bytes | None:
     chunks, remaining = [], size
     while remaining:
         if deadline is not None:
@@ -93,11 +98,16 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None, fds: lis
                 raise socket.timeout("the deadline passed while receiving a message")
             sock.settimeout(left)
         want = min(remaining, 1 << 20)
-        if fds is None:
+        if fds is None and senders is None:
             chunk = sock.recv(want)
         else:
-            chunk, ancillary, _flags, _addr = sock.recvmsg(want, socket.CMSG_SPACE(MAX_FDS * 4))
-            _collect_fds(ancillary, fds)
+            room = socket.CMSG_SPACE(MAX_FDS * 4) + socket.CMSG_SPACE(_CREDENTIALS.size)
+            chunk, ancillary, _flags, _addr = sock.recvmsg(want, room)
+            _collect_fds(ancillary, fds if fds is not None else [])
+            if senders is not None:
+                senders += [_CREDENTIALS.unpack(data[:_CREDENTIALS.size])[0] for level, kind, data in ancillary
+                            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS
+                            and len(data) >= _CREDENTIALS.size]
         if not chunk:
             return None
         chunks.append(chunk)

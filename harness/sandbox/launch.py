@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.sandbox.cgroups import TreeLimits
 from harness.sandbox.channel import ChannelError, recv_message, send_message
 from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
 
@@ -40,6 +41,9 @@ FORCE_BASIC = "GRADER_ISOLATION"
 """Set to ``basic`` to run without bubblewrap even where it is installed (tests of the fallback)."""
 
 _ORDER_SECONDS = 10.0
+_MIB = 1024 * 1024
+_TRUSTED_PROCESSES = 4
+"""The zygote and the short-lived middle processes that start workers, counted beside the submission's own."""
 """How long the trusted template or zygote may take to answer an order before it counts as dead."""
 
 
@@ -52,6 +56,8 @@ class Limits:
     disk_mb: int = 64
     """The submission's private tmpfs: all the files it may write, together."""
     file_mb: int = 32
+    tree_memory_mb: int = 4096
+    """Memory of the whole submission together (where a cgroup can be made): two workers run at once."""
     import_seconds: float = 20.0
     start_seconds: float = 60.0
 
@@ -284,6 +290,9 @@ class Launcher:
     def sandbox(self, limits: Limits = Limits()) -> Sandbox:
         """A fresh sandbox for one submission: a new zygote with namespaces of its own."""
         ours, theirs = socket.socketpair()
+        # The kernel then tells which process sent each message, by its pid in our namespace:
+        # the zygote's, to put it under a cgroup.
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         with self._lock:
             if self._closed:
                 raise SandboxUnavailable("the sandbox has been shut down")
@@ -414,8 +423,9 @@ class Sandbox:
         self._workers: list[Worker] = []
         self._owns_launcher = False
         self.closed = False
+        senders: list[int] = []
         try:
-            ready = recv_message(channel, deadline=time.monotonic() + _ORDER_SECONDS)
+            ready = recv_message(channel, deadline=time.monotonic() + _ORDER_SECONDS, senders=senders)
         except (OSError, ChannelError):
             ready = None
         if not isinstance(ready, dict) or ready.get("kind") != "ready":
@@ -426,6 +436,13 @@ class Sandbox:
         self._workroot = str(ready.get("workroot", ""))
         self.isolation = "sandbox" if launcher.mode == "sandbox" and self.namespaces else "basic"
         self.isolation_note = launcher.why_basic or ("" if self.namespaces else "this machine allows no user namespaces")
+        # Before any worker exists: the whole tree's memory and processes, where a cgroup can be made.
+        self.tree: TreeLimits | None = None
+        if senders:
+            self.tree = TreeLimits.create(limits.tree_memory_mb * _MIB, limits.processes + _TRUSTED_PROCESSES)
+            if self.tree is not None and not self.tree.add(senders[0]):
+                self.tree.close()
+                self.tree = None
 
     @classmethod
     def launch(cls, limits: Limits = Limits(), isolation: str = "auto") -> Sandbox:
@@ -529,6 +546,8 @@ class Sandbox:
             self.launcher.drain.forget(worker.key)
         if self.launcher.mode == "basic" and not self.namespaces and self._workroot.startswith("/tmp/"):
             _remove_tree(self._workroot, seconds=_CLEANUP_SECONDS)
+        if self.tree is not None:
+            self.tree.close()
         if self._owns_launcher:
             self.launcher.close()
 
