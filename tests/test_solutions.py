@@ -59,8 +59,9 @@ def _entry_id(entry: dict[str, Any]) -> str:
 def _options(entry: dict[str, Any]) -> dict[str, Any]:
     """An entry's GradeOptions fields, hashable: spec paths are relative to the project."""
     options = dict(entry.get("options") or {})
-    if "specs" in options:
+    if "specs" in options:  # the manifest's specs are all a grade loads: they replace the library
         options["specs"] = tuple(ROOT / p for p in options["specs"])
+        options["replace_specs"] = True
     return options
 
 

@@ -162,6 +162,7 @@ class Evaluator:
         guard = bool(request.get("guard", True))
         observe_all = request.get("observe", "all") == "all"
         leaves: dict[str, Any] = {}
+        raw = {w["name"] for w in wire["leaves"] if not decode_tensor(w).is_floating_point()}
         for w in wire["leaves"]:
             value = decode_tensor(w)
             if value.is_floating_point():
@@ -212,7 +213,7 @@ class Evaluator:
                 reply["grads"] = {}
                 reply["leaf_data"] = {}
                 for name, leaf in leaves.items():
-                    if isinstance(leaf, torch.Tensor):
+                    if name in raw:  # class targets and ids: plain torch tensors, never the candidate's
                         continue
                     reply["grads"][name] = _observe_tensor(getattr(leaf, "grad", None))
                     reply["leaf_data"][name] = _data_of(leaf)

@@ -35,7 +35,7 @@ def test_a_dask_cluster_gives_the_local_results(tmp_path):
     (subs / "carol").mkdir()  # a row without a file: travels as its problem
     rubric = tmp_path / "rubric.yaml"
     rubric.write_text("levels: {core: 40}\nweights: {core.accumulation: 5}\ninterview_bar: 0.5\n")
-    options = ["--level", "core", "--max-examples", "5", "--specs", ROOT / "specs" / "core", "--rubric", rubric,
+    options = ["--level", "core", "--max-examples", "5", "--only-specs", ROOT / "specs" / "core", "--rubric", rubric,
                "--allow-basic-isolation"]
     runner = CliRunner()
     local = runner.invoke(main, ["batch", str(subs), "-o", str(tmp_path / "local"), *map(str, options)],

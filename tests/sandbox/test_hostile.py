@@ -247,7 +247,7 @@ def _prepare(entry: dict[str, Any], tmp_path: Path) -> Run:
 
 
 def _grade_here(run: Run, launcher: Launcher) -> None:
-    options = GradeOptions(level="core", max_examples=10, time_limit=run.time_limit, specs=SPECS)
+    options = GradeOptions(level="core", max_examples=10, time_limit=run.time_limit, specs=SPECS, replace_specs=True)
     started = time.monotonic()
     report = grade(run.path, options, launcher)
     run.seconds = time.monotonic() - started
@@ -262,7 +262,7 @@ def _grade_on_the_command_line(run: Run, tmp_path: Path) -> None:
     script = '"$@"; code=$?; echo "grader exit $code" >&2; exit $code'
     command = ["sh", "-c", script, f"grade-parent-{run.mark}", sys.executable, "-m", "harness.cli", str(run.path),
                "--format", "json", "--level", "core", "--max-examples", "10", "--time-limit", f"{run.time_limit:g}",
-               *[arg for spec in SPECS for arg in ("--specs", str(spec))]]
+               *[arg for spec in SPECS for arg in ("--only-specs", str(spec))]]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     started = time.monotonic()
     shell = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
