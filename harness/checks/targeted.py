@@ -503,7 +503,7 @@ def deep_graph(ctx: Context) -> None:
     Replace recursion in the topological sort (and anywhere else in backward) with an explicit stack.
     """
     try:
-        facts = ctx.probe("deep_chain", n=DEEP_CHAIN, timeout=60.0)
+        facts = ctx.probe("deep_chain", n=DEEP_CHAIN, timeout=30.0)
     except CandidateError as exc:
         raise Failed(f"the process died during the {DEEP_CHAIN:,}-node chain ({exc.message}). If backward "
                      "recurses, that is the C stack overflowing: raising the recursion limit only moves the "
