@@ -173,3 +173,54 @@ def test_an_empty_spec_folder_is_an_error(invoke, submission, tmp_path):
     result = invoke(submission, "--specs", empty)
     assert result.exit_code == 2
     assert result.stderr == f"error: {empty}: no spec files (*.yaml) in this folder\n"
+
+
+# ---- what the source alone decides, fast, and without litter ---------------------------------------
+
+
+def _run_grade(args: list[str], cwd: Path):
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    return done, time.monotonic() - started
+
+
+def test_a_syntax_error_is_reported_from_the_source_with_its_line(tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_text("class Tensor:\n    def f(self:\n        pass\n")
+    done, seconds = _run_grade([path, "--format", "json"], tmp_path)
+    assert done.returncode == 3
+    report = json.loads(done.stdout)
+    assert report["status"] == "error"
+    assert report["message"].startswith("SyntaxError at line 2, column 10: '(' was never closed")
+    assert seconds < 5  # no torch, no sandbox: well under a second on an idle machine
+
+
+def test_a_file_that_is_not_python_is_bad_input(tmp_path):
+    binary = tmp_path / "solution.py"
+    binary.write_bytes(b"\x7fELF\x00\x01")
+    prose = tmp_path / "notes.txt"
+    prose.write_text("my answer is below\n")
+    for path, why in ((binary, "it is binary or not UTF-8 text"), (prose, "invalid syntax at line 1")):
+        done, _ = _run_grade([path], tmp_path)
+        assert (done.returncode, done.stderr) == (2, f"error: {path}: not a Python source file ({why})\n")
+
+
+def test_an_empty_file_cannot_be_graded(tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_text("\n")
+    done, _ = _run_grade([path, "--format", "json"], tmp_path)
+    assert done.returncode == 3
+    assert json.loads(done.stdout)["message"] == "the submission is empty: it defines no class named 'Tensor'"
+
+
+def test_grading_writes_nothing_into_the_working_folder(tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_text((ROOT / "tests" / "solutions" / "overwrite_grad.py").read_text())
+    done, _ = _run_grade([path.name, "--level", "core", "--max-examples", "20"], tmp_path)
+    assert done.returncode == 1, done.stderr[-1000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["solution.py"]

@@ -272,3 +272,15 @@ def test_grading_the_same_file_twice_gives_the_same_report(graded):
     first = graded(path).to_dict()
     second = grade(path, GradeOptions(**FAST)).to_dict()
     assert _without_timings(second) == _without_timings(first)
+
+
+# ---- a report that fits on a screen ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.get("fails") and e["status"] == "graded"], ids=_entry_id)
+def test_a_failing_files_text_report_fits_on_a_screen(entry, graded):
+    from harness.report.render import render_text
+
+    text = render_text(graded(SOLUTIONS / entry["file"], **_options(entry)))
+    assert len(text.splitlines()) < 150, f"{entry['file']}: {len(text.splitlines())} lines"
+    assert len(text.encode()) < 20_000, f"{entry['file']}: {len(text.encode())} bytes"

@@ -15,6 +15,7 @@ escaped in every format (``safety``).
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections import Counter
 from typing import Any, Callable, Final
@@ -37,6 +38,7 @@ EXPANDED_PER_LEVEL: Final = 3
 CAUSES_IN_FULL: Final = 3
 """Root causes shown with explanation, hint and snippet; the rest get one line each unless verbose."""
 _WIDTH: Final = 100
+_OUTPUT_LINES: Final = 5
 
 
 def render_json(report: Report, colour: bool = False, verbose: bool = False) -> str:
@@ -85,10 +87,15 @@ def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
     if report.integrity_review:
         lines += ["", style("integrity review: a person must read these lines before the interview bar can pass",
                             fg="yellow", bold=True)]
+        # Entries with the same reason share it: each line and construct is still named.
+        by_reason: dict[str, list[dict[str, Any]]] = {}
         for entry in report.integrity_review:
-            where = f"line {entry['line']}" if entry.get("line") else "at run time"
-            lines.append(f"  - {where}: {printable(str(entry['construct']))}")
-            lines += [style(f"      {part}", fg="bright_black") for part in _wrap(printable(str(entry["why"])), 90)]
+            by_reason.setdefault(str(entry["why"]), []).append(entry)
+        for why, entries in by_reason.items():
+            for entry in entries:
+                where = f"line {entry['line']}" if entry.get("line") else "at run time"
+                lines.append(f"  - {where}: {printable(str(entry['construct']))}")
+            lines += [style(f"      {part}", fg="bright_black") for part in _wrap(printable(why), 90)]
     return lines
 
 
@@ -125,10 +132,17 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
     lines = ["", style(f"{level:<11} {totals['score']:5.1f}/{totals['max_score']:<5.1f}", bold=True) + f"  {summary}"]
     expanded = 0
     explained: dict[int, list[str]] = {}
+    # Beyond the first few, failures that say the same thing (a process that died on every
+    # request, say) are one line and a list of ids.
+    alike = Counter(_gist(c.message) for c in checks if c.outcome in _FAILING and c.id not in causes)
+    grouped: dict[str, list[CheckResult]] = {}
     for c in checks:
         if c.outcome in _FAILING:
             if c.id in causes and not verbose:
                 explained.setdefault(causes[c.id][0], []).append(c.id)
+                continue
+            if not verbose and expanded >= EXPANDED_PER_LEVEL and alike[_gist(c.message)] > 1:
+                grouped.setdefault(_gist(c.message), []).append(c)
                 continue
             full = verbose or expanded < EXPANDED_PER_LEVEL
             lines.append(_check_line(c, style))
@@ -146,11 +160,16 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
             lines.append(_check_line(c, style))
             if c.outcome != "passed" and c.message:
                 lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
+    for gist, members in grouped.items():
+        outcome = Counter(c.outcome for c in members).most_common(1)[0][0]
+        lines.append(style(f"  {_MARKS[outcome]} {len(members)} checks", fg=_COLOURS[outcome])
+                     + style(f": {gist}", fg="bright_black"))
+        lines += [style(f"       {part}", fg="bright_black") for part in _ids([c.id for c in members], verbose)]
     for number, ids in sorted(explained.items()):
         name = printable(str(report.root_causes[number - 1]["name"]))
         lines.append(style(f"  FAIL {len(ids)} {'check' if len(ids) == 1 else 'checks'}", fg="red")
                      + style(f" likely caused by: {name} (Fix first {number})", fg="magenta"))
-        lines += [style(f"       {part}", fg="bright_black") for part in _wrap(", ".join(ids), _WIDTH - 7)]
+        lines += [style(f"       {part}", fg="bright_black") for part in _ids(ids, verbose)]
     missing = [c for c in checks if c.outcome in ("not_attempted", "skipped")]
     if missing and not verbose:
         reasons = Counter(_first(c.message, 70) for c in missing)
@@ -185,9 +204,9 @@ def _output(report: Report, style: Callable[..., str]) -> list[str]:
         if text:
             shown = text.splitlines()
             lines += ["", style(f"the submission wrote to {stream}:", bold=True)]
-            lines += ["  | " + printable(line)[:_WIDTH] for line in shown[:8]]
-            if len(shown) > 8:
-                lines.append(f"  | ... ({len(shown) - 8} more lines)")
+            lines += ["  | " + printable(line)[:_WIDTH] for line in shown[:_OUTPUT_LINES]]
+            if len(shown) > _OUTPUT_LINES:
+                lines.append(f"  | ... ({len(shown) - _OUTPUT_LINES} more lines; the JSON report has them all)")
     return lines
 
 
@@ -203,6 +222,23 @@ def _last_line(report: Report, style: Callable[..., str]) -> str:
             why.append("needs a person's review")
         line += f"  interview bar: {verdict} ({'; '.join(why)})"
     return line
+
+
+def _ids(ids: list[str], verbose: bool) -> list[str]:
+    """Check ids wrapped to the page: three lines at most unless verbose."""
+    wrapped = _wrap(", ".join(ids), _WIDTH - 7)
+    if verbose or len(wrapped) <= 3:
+        return wrapped
+    for keep in range(len(ids) - 1, 0, -1):
+        lines = _wrap(", ".join(ids[:keep]) + f" and {len(ids) - keep} more (-v lists them)", _WIDTH - 7)
+        if len(lines) <= 3:
+            return lines
+    return [f"{len(ids)} checks (-v lists them)"]
+
+
+def _gist(message: str) -> str:
+    """A failure's message without the graph it ran: what several failing checks may have in common."""
+    return _first(re.sub(r"^running [^:]*: ", "", message), 140)
 
 
 def _first(message: str, width: int = 110) -> str:

@@ -15,6 +15,7 @@ import yaml
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.grade import GradeOptions, grade
 from harness.ops import LEVELS
+from harness.report.render import render_text
 from harness.sandbox import Launcher
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
@@ -47,3 +48,6 @@ def test_first_root_cause_is_the_planted_bug(entry, sandbox):
     for check in report.checks:
         if check.id in explained:
             assert check.diagnosis[0] == planted.id, check.id
+    # And the candidate's report fits on a screen.
+    text = render_text(report)
+    assert len(text.splitlines()) < 150 and len(text.encode()) < 20_000, (len(text.splitlines()), len(text.encode()))
