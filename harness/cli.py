@@ -113,13 +113,13 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     if watch:
         _watch(path, options, fmt, colour, verbose, output_dir)
     try:
-        early = preflight(path, options)
+        early = preflight(path, options, scan=False)  # no torch yet: the sandbox's import starts first
     except HarnessError as exc:
         _fail(str(exc))
     if isinstance(early, Report):
         report = early
     else:
-        launcher = None if early.findings.violations else _launcher(isolation)
+        launcher = _launcher(isolation)
         try:
             report = _grade(path, options, launcher)
         finally:

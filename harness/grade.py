@@ -181,7 +181,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
 
 
 def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
-              sandbox: Launcher | Sandbox | None = None) -> Report | Submission:
+              sandbox: Launcher | Sandbox | None = None, *, scan: bool = True) -> Report | Submission:
     """Read and parse the submission without running it (and without torch).
 
     Returns the final Report when the source alone decides the grade (a syntax
@@ -190,7 +190,7 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name)
+        return read_submission(path, options.class_name, scan=scan)
     except Unrunnable as exc:
         return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
                        Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",

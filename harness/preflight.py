@@ -41,8 +41,12 @@ class Unrunnable(Exception):
         self.sha256 = sha256
 
 
-def read_submission(path: Path, class_name: str = "Tensor") -> Submission:
-    """The submission at ``path``, read, parsed and scanned; never imported."""
+def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True) -> Submission:
+    """The submission at ``path``, read, parsed and (with ``scan``) scanned; never imported.
+
+    The scan walks the modules a submission may use, torch among them, so it imports
+    torch: ``scan=False`` decides what the source alone decides, in milliseconds.
+    """
     path = Path(path)
     if path.is_dir():
         raise HarnessError(f"{path}: is a folder, not a submission file (grade batch grades a folder)")
@@ -71,7 +75,7 @@ def read_submission(path: Path, class_name: str = "Tensor") -> Submission:
         raise Unrunnable(f"the source cannot be parsed: {type(exc).__name__}", sha256) from None
     if not tree.body:
         raise Unrunnable(f"the submission is empty: it defines no class named {class_name!r}", sha256)
-    return Submission(path, text, sha256, inspect_source(text, str(path)))
+    return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings())
 
 
 def _syntax_message(exc: SyntaxError) -> str:
