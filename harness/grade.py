@@ -78,8 +78,8 @@ def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     from harness.checks.targeted import CHECKS
     from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
-    plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run, c.cost)
-            for c in CHECKS]
+    plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run, c.cost,
+                         isolated=c.isolated) for c in CHECKS]
     for case in load_cases(spec_paths(options)):
         plan.append(PlannedCheck(
             f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,

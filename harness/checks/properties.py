@@ -280,7 +280,7 @@ def _op_check(name: str) -> None:
 
     run.__doc__ = f"{name} matches torch in value and gradient on random graphs.\n\n{spec.doc}"
     check(f"extensions.op.{name}", "extensions", spec.concept, requires=CORE_MEMBERS | {spec.member},
-          timeout=60.0, cost=0.2)(run)
+          timeout=60.0, cost=0.2, isolated=False)(run)
 
 
 for _name, _spec in OPS.items():

@@ -37,6 +37,9 @@ class CheckSpec:
     """Seconds for the whole check."""
     cost: float = 1.0
     """Rough seconds on a correct engine: the grader starts the costliest checks first."""
+    isolated: bool = True
+    """Runs in a fresh worker. Checks that only run graph programs may share one, as spec cases do:
+    starting a worker would cost more than they do."""
 
     @property
     def title(self) -> str:
@@ -54,9 +57,10 @@ CORE_MEMBERS: Final = frozenset({"backward"} | {spec.member for spec in ops_for_
 
 
 def check(id: str, level: str, concept: str, *, requires: frozenset[str] | set[str] = frozenset(),
-          timeout: float = 30.0, cost: float = 0.1) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
+          timeout: float = 30.0, cost: float = 0.1,
+          isolated: bool = True) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
     def register(fn: Callable[[Context], None]) -> Callable[[Context], None]:
-        CHECKS.append(CheckSpec(id, level, concept, fn, frozenset(requires), timeout, cost))
+        CHECKS.append(CheckSpec(id, level, concept, fn, frozenset(requires), timeout, cost, isolated))
         return fn
 
     return register
