@@ -19,7 +19,7 @@ from typing import Any, Final
 import torch
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "tolerance_for", "looser", "Mismatch", "compare", "as_zero_d",
-           "dtype_mismatch"]
+           "dtype_mismatch", "unravel"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def compare(got: torch.Tensor | None, expected: torch.Tensor | None, tol: Tolera
     excess = torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err - bound)
     excess = torch.where(bad, excess, torch.full_like(err, float("-inf")))
     flat = int(torch.argmax(excess.reshape(-1)))
-    index = _unravel(flat, tuple(e.shape))
+    index = unravel(flat, tuple(e.shape))
     got_v, exp_v = float(g.reshape(-1)[flat]), float(e.reshape(-1)[flat])
     count = int(bad.sum())
     where = f" at {list(index)}" if index else ""
@@ -103,7 +103,7 @@ def compare(got: torch.Tensor | None, expected: torch.Tensor | None, tol: Tolera
     )
 
 
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     """The index of element ``flat`` of a tensor of ``shape`` (``torch.unravel_index`` would import sympy)."""
     index = []
     for size in reversed(shape):

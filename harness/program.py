@@ -11,7 +11,6 @@ plain JSON-able dicts (``to_wire``/``from_wire``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,37 +257,6 @@ class Program:
         upstream = None if wire.get("upstream") is None else decode_tensor(wire["upstream"])
         return cls(leaves, steps, wire["output"], upstream, int(wire.get("passes", 1)))
 
-    def snippet(self, module: str = "solution", class_name: str = "Tensor", expected: "Outcome | None" = None) -> str:
-        """Runnable Python that builds this graph with the candidate's class and prints got vs expected."""
-        lines = ["import torch", f"from {module} import {class_name}", ""]
-        for leaf in self.leaves:
-            literal = _tensor_literal(leaf.value)
-            if leaf.raw:
-                lines.append(f"{leaf.name} = {literal}")
-            else:
-                rg = ", requires_grad=True" if leaf.requires_grad else ""
-                lines.append(f"{leaf.name} = {class_name}({literal}{rg})")
-        body = []
-        for step in self.steps:
-            args = [a if isinstance(a, str) else repr(a) for a in step.args]
-            body.append(f"{step.name} = {step.spec.render(args, step.param_dict())}")
-        if self.output_requires_grad():
-            upstream = "" if self.upstream is None else _tensor_literal(self.upstream)
-            body.append(f"{self.output}.backward({upstream})")
-        if self.passes > 1:
-            lines.append(f"for _ in range({self.passes}):  # forward and backward, {self.passes} times")
-            body = ["    " + line for line in body]
-        lines += body
-        expected = expected or self.run_torch()
-        lines.append(f"print('{self.output}:', {self.output}.data, 'expected:', "
-                     f"{_tensor_literal(expected.values[self.output])})")
-        for leaf in self.leaves:
-            if not leaf.raw:
-                want = expected.grads[leaf.name]
-                literal = "None" if want is None else _tensor_literal(want)
-                lines.append(f"print('{leaf.name}.grad:', {leaf.name}.grad, 'expected:', {literal})")
-        return "\n".join(lines)
-
     def summary(self, steps: int = 8) -> str:
         """``expression()`` for a small program; the first steps and a count for a large one."""
         if len(self.steps) <= steps:
@@ -334,17 +302,3 @@ def _jsonable(value: Any) -> Any:
 
 def _from_json(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
-
-
-def _tensor_literal(t: torch.Tensor) -> str:
-    dtype = str(t.dtype).removeprefix("torch.")
-    values = t.tolist()
-    if t.is_floating_point():
-        values = _floats(values)
-    return f"torch.tensor({values!r}, dtype=torch.{dtype})"
-
-
-def _floats(values: Any) -> Any:
-    if isinstance(values, list):
-        return [_floats(v) for v in values]
-    return float(values) if math.isfinite(values) else values

@@ -328,7 +328,7 @@ class Context:
         observation = self.run(program, timeout=timeout)
         mismatch = judge(program, observation, expected, parts, tolerance)
         if mismatch is not None:
-            raise_for(program, mismatch, self.module_name, self.class_name, hint, expected, observation)
+            raise_for(program, mismatch, self.path, self.class_name, hint, expected, observation)
         return observation
 
 
@@ -439,10 +439,12 @@ def _tolerances(program: Program, override: Tolerance | None):
     return pick
 
 
-def raise_for(program: Program, verdict: Verdict, module: str, class_name: str, hint: str | None,
+def raise_for(program: Program, verdict: Verdict, submission: Path, class_name: str, hint: str | None,
               expected: Outcome | None = None, observation: Observation | None = None) -> None:
+    from harness.report.snippets import reproduce
+
     details: dict[str, Any] = {"graph": program.expression(),
-                               "snippet": program.snippet(module, class_name, expected)}
+                               "snippet": reproduce(program, submission, class_name, expected, observation)}
     if hint:
         details["hint"] = hint
     if verdict.mismatch is not None:

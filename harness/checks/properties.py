@@ -29,6 +29,7 @@ from harness.checks.targeted import CORE_MEMBERS, check
 from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
                                     NotAttempted, Observation, Verdict, judge)
 from harness.ops import OPS, ops_for_level
+from harness.report.snippets import reproduce
 from harness.program import Leaf, Program, Step
 
 __all__ = ["find_counterexample", "Counterexample", "CORE_SITUATIONS", "BROADCAST_SITUATIONS", "situations_for"]
@@ -148,8 +149,8 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
     if found is None:
         return
     program, verdict = found.program, found.verdict
-    details: dict[str, Any] = {"graph": program.expression(), "snippet": program.snippet(ctx.module_name,
-                                                                                        ctx.class_name)}
+    details: dict[str, Any] = {"graph": program.expression(),
+                               "snippet": reproduce(program, ctx.path, ctx.class_name, observed=found.observation)}
     if verdict.mismatch is not None:
         details["worst"] = verdict.mismatch.to_dict()
     what = f"failing graph ({found.situation})" if found.situation else "smallest failing graph"

@@ -19,6 +19,7 @@ from harness.checks.context import (CandidateError, CandidateTimeout, Context, E
                                     describe_error, judge)
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import ops_for_level
+from harness.report.snippets import reproduce
 from harness.program import Leaf, Program, Step
 
 __all__ = ["CheckSpec", "CHECKS", "check", "Growth", "measure_growth", "wide_graph", "stacked_diamonds",
@@ -174,7 +175,7 @@ def torch_conventions(ctx: Context) -> None:
             evidence.append(Evidence(rooted, obs, expected))
     if found:
         raise Failed("; ".join(found), graph=evidence[0].program.expression(),
-                     snippet=evidence[0].program.snippet(ctx.module_name, ctx.class_name)).with_evidence(evidence[0])
+                     snippet=reproduce(evidence[0].program, ctx.path, ctx.class_name)).with_evidence(evidence[0])
 
 
 def _run_plain(ctx: Context, program: Program, allow_error: bool = False) -> Observation:
@@ -420,7 +421,7 @@ def inputs_unchanged(ctx: Context) -> None:
         changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
         if changed:
             raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward of {p.expression()}",
-                         graph=p.expression(), snippet=p.snippet(ctx.module_name, ctx.class_name))
+                         graph=p.expression(), snippet=reproduce(p, ctx.path, ctx.class_name))
     if len(errors) == len(programs):
         p, error = errors[0]
         raise CandidateError(f"no graph ran to the end, so nothing shows the inputs are left alone: "

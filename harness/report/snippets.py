@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import torch
 
-from harness.compare import DEFAULT_TOLERANCE, Tolerance, compare, tolerance_for
+from harness.compare import DEFAULT_TOLERANCE, Tolerance, compare, tolerance_for, unravel
 from harness.program import Outcome, Program
 
 __all__ = ["reproduce", "MAX_NUMBERS"]
@@ -127,21 +127,13 @@ def _compare_lines(what: str, got: torch.Tensor | None, want: torch.Tensor | Non
     err = ((got.double() - want.double()).abs() - (atol + tol.rtol * want.double().abs()))
     err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
     flat = int(torch.argmax(err.reshape(-1)))
-    index = _unravel(flat, shape)
+    index = unravel(flat, shape)
     value = float(want.reshape(-1)[flat])
     element = f"{what}[{', '.join(map(str, index))}]"
     bound = atol + tol.rtol * abs(value)
     lines.append(f"assert abs(float({element}) - {value!r}) <= {bound!r}, "
                  f"f'{element} = {{float({element})}}, expected {value!r}'")
     return lines
-
-
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    index = []
-    for size in reversed(shape):
-        flat, position = divmod(flat, size)
-        index.append(position)
-    return tuple(reversed(index))
 
 
 def _tensor_literal(t: torch.Tensor) -> str:
