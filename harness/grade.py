@@ -417,6 +417,9 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
         details.pop("snippet", None)  # thousands of lines help no one: the message says what to look at
         return evidence, details
     snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
+    if not snippet:
+        details.pop("snippet", None)
+        return evidence, details
     return evidence, {**details, "snippet": snippet}
 
 

@@ -77,6 +77,8 @@ class Program:
     output: str
     upstream: torch.Tensor | None = None
     passes: int = 1
+    upstream_recipe: str | None = field(default=None, compare=False)
+    """Python that rebuilds ``upstream`` exactly, for snippets of a large upstream gradient."""
 
     # ---- structure ----
 
@@ -100,7 +102,7 @@ class Program:
         steps = tuple(s for s in self.steps if s.name in needed)
         if len(steps) == len(self.steps):
             return self
-        return Program(self.leaves, steps, self.output, self.upstream, self.passes)
+        return Program(self.leaves, steps, self.output, self.upstream, self.passes, self.upstream_recipe)
 
     def ops_used(self) -> set[str]:
         return {step.op for step in self.steps}

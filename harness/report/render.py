@@ -189,7 +189,7 @@ def _check_line(c: CheckResult, style: Callable[..., str]) -> str:
 def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
     out = [f"         {printable(line)}" for line in c.message.splitlines()]
     d = c.details
-    if "snippet" in d:
+    if d.get("snippet"):
         out.append(style("         reproduce:", bold=True))
         out += [f"           {printable(line)}" for line in d["snippet"].splitlines()]
     if "hint" in d:

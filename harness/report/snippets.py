@@ -24,6 +24,8 @@ __all__ = ["reproduce", "MAX_NUMBERS"]
 
 MAX_NUMBERS: Final = 200
 """Numbers written out in one snippet, at most (inputs and the expected value together)."""
+_MAX_CHARACTERS: Final = 12_000
+"""A snippet longer than this (inputs without a recipe, written out) is not shown at all."""
 _INLINE_EXPECTED: Final = 48
 """An expected tensor up to this size is compared whole; a larger one at its worst element."""
 
@@ -54,11 +56,15 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
             for s in program.steps]
     if program.output_requires_grad():
         upstream = "" if program.upstream is None else _tensor_literal(program.upstream)
+        if program.upstream is not None and program.upstream.numel() > 16 and program.upstream_recipe:
+            upstream = program.upstream_recipe
         body.append(f"{program.output}.backward({upstream})")
     if program.passes > 1:
         lines.append(f"for _ in range({program.passes}):  # forward and backward, {program.passes} times")
         body = ["    " + line for line in body]
     lines += body
+    if sum(len(line) for line in lines) > _MAX_CHARACTERS:
+        return ""  # inputs with no recipe too large to write out: the message says what failed
     error = getattr(observed, "error", None) if observed is not None else None
     if observed is not None and error is None:
         lines += _assertion(program, observed, expected, tolerance)

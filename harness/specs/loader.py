@@ -381,7 +381,8 @@ class _CaseReader:
                 self.value("upstream"),
                 f"upstream has shape {_fmt(upstream_tensor.shape)}, but the output has shape {_fmt(out_value.shape)}",
             )
-        program = Program(tuple(leaves), tuple(b.step for b in built), output, upstream_tensor, passes or 1)
+        program = Program(tuple(leaves), tuple(b.step for b in built), output, upstream_tensor, passes or 1,
+                          upstream_recipe=None if upstream is None else upstream[2])
         try:
             program.validate()
         except ProgramError as exc:  # the checks above should have caught it; keep the message anyway
