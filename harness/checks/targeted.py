@@ -313,7 +313,7 @@ SUPERLINEAR_EXPONENT: Final = 1.5
 MIN_EXCESS_SECONDS: Final = 0.3
 """CPU seconds the largest graph must take beyond a linear extrapolation from the smallest, so that clock
 ticks (10 ms) and small engines' noise never decide a verdict."""
-CLEARLY_LINEAR_EXPONENT: Final = 1.3
+CLEARLY_LINEAR_EXPONENT: Final = 1.4
 """Below this and half the excess, one run settles it. A single run can understate growth as
 well as overstate it (a fresh worker's first, smallest run is often slow), so anything between
 is measured again."""
