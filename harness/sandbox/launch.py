@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from harness.sandbox.cgroups import TreeLimits
 from harness.sandbox.channel import ChannelError, recv_message, send_message
@@ -276,11 +276,7 @@ class Launcher:
         return f"{what}: {' '.join(detail)}" if detail else what
 
     def _order(self, order: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
-        try:
-            send_message(self._channel, order, fds)
-            reply = recv_message(self._channel, deadline=time.monotonic() + _ORDER_SECONDS)
-        except (OSError, ChannelError):
-            reply = None
+        reply = _ask(self._channel, order, fds)
         if not isinstance(reply, dict):
             raise SandboxUnavailable(self._failure("the sandbox's template stopped answering"))
         return reply
@@ -461,11 +457,7 @@ class Sandbox:
         with self._lock:
             if self.closed:
                 raise WorkerDied("the submission's sandbox was shut down")
-            try:
-                send_message(self._channel, order, fds)
-                reply = recv_message(self._channel, deadline=time.monotonic() + _ORDER_SECONDS)
-            except (OSError, ChannelError):
-                reply = None
+            reply = _ask(self._channel, order, fds)
         if not isinstance(reply, dict):
             self.abort()
             raise WorkerDied("the submission's sandbox stopped answering")
@@ -679,3 +671,12 @@ class Worker:
         if not self.alive:
             drain.forget(self.key)
         return streams
+
+
+def _ask(channel: socket.socket, order: dict[str, Any], fds: Sequence[int] = ()) -> Any:
+    """Send a trusted process an order; its reply, or None when it does not answer in time."""
+    try:
+        send_message(channel, order, fds)
+        return recv_message(channel, deadline=time.monotonic() + _ORDER_SECONDS)
+    except (OSError, ChannelError):
+        return None
