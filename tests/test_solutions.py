@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import os
+from unittest import mock
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ import pytest
 import torch
 import yaml
 
+from harness.checks.context import Shared
 from harness.grade import GradeOptions, grade, planned_checks
 from harness.ops import OPS
 from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
@@ -33,8 +35,8 @@ TEMPLATE = ROOT / "candidate_template" / "solution.py"
 FAST = {"max_examples": 50}
 """Fewer hypothesis examples than a real grade: every bug below is found well within them."""
 FAILING = ("failed", "error", "timeout")
-ENTRY_KEYS = {"file", "options", "status", "exit_code", "fails", "passes", "not_attempted", "min_score_fraction",
-              "max_score_fraction"}
+ENTRY_KEYS = {"file", "options", "timeout_budget", "status", "exit_code", "fails", "passes", "not_attempted",
+              "min_score_fraction", "max_score_fraction"}
 TIMING_KEYS = {"timings", "seconds", "backward_seconds"}
 
 # hostile_grandchild.py starts ``sleep <this>``: a value no other process uses, to find leftovers by.
@@ -70,10 +72,14 @@ def graded() -> Callable[..., Report]:
     """grade(file, **options), each distinct call made once for the whole module."""
     cache: dict[tuple[Path, tuple[tuple[str, Any], ...]], Report] = {}
 
-    def run(path: Path, **options: Any) -> Report:
+    def run(path: Path, timeout_budget: float | None = None, **options: Any) -> Report:
         key = (path, tuple(sorted({**FAST, **options}.items())))
         if key not in cache:
-            cache[key] = grade(path, GradeOptions(**dict(key[1])))
+            # A smaller budget of timed-out seconds ends the same path sooner: the grader's
+            # 30 s is sized for real submissions, not for a test that only proves the path.
+            budget = Shared.TIMEOUT_BUDGET if timeout_budget is None else timeout_budget
+            with mock.patch.object(Shared, "TIMEOUT_BUDGET", budget):
+                cache[key] = grade(path, GradeOptions(**dict(key[1])))
         return cache[key]
 
     return run
@@ -133,14 +139,14 @@ def _problems(entry: dict[str, Any], report: Report) -> list[str]:
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=_entry_id)
 def test_submission_grades_as_expected(entry, graded):
-    report = graded(SOLUTIONS / entry["file"], **_options(entry))
+    report = graded(SOLUTIONS / entry["file"], entry.get("timeout_budget"), **_options(entry))
     problems = _problems(entry, report)
     assert not problems, "\n".join([f"{entry['file']}:"] + problems)
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e["status"] != "integrity_violation"], ids=_entry_id)
 def test_only_cheats_are_integrity_violations(entry, graded):
-    report = graded(SOLUTIONS / entry["file"], **_options(entry))
+    report = graded(SOLUTIONS / entry["file"], entry.get("timeout_budget"), **_options(entry))
     assert list(report.integrity_violations) == []
 
 
