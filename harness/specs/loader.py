@@ -947,9 +947,34 @@ def check_paths(paths: Iterable[str | Path]) -> tuple[list[SpecCase], list[SpecE
     return cases, errors
 
 
+_LOADED: dict[tuple[Any, ...], tuple[SpecCase, ...]] = {}
+"""The last valid load, keyed by the paths and every spec file's bytes: a batch or ``--watch``
+grades many times in one process, and parsing the library (computing torch's outcome for each
+case) costs more than some grades."""
+
+
+def _load_key(paths: Sequence[Path]) -> tuple[Any, ...] | None:
+    try:
+        contents = tuple((str(f), f.read_bytes()) for f in spec_files(paths))
+    except OSError:
+        return None  # parsed (and reported) afresh
+    return tuple(str(p) for p in paths), contents
+
+
 def load_cases(paths: Iterable[str | Path] = (DEFAULT_SPECS_DIR,)) -> list[SpecCase]:
-    """Every case under ``paths``; raises the first SpecError if any case is invalid."""
+    """Every case under ``paths``; raises the first SpecError if any case is invalid.
+
+    Unchanged files are parsed once per process; the cases are immutable, so grades share them.
+    """
+    paths = [Path(p) for p in paths]
+    key = _load_key(paths)
+    cached = _LOADED.get(key) if key is not None else None
+    if cached is not None:
+        return list(cached)
     cases, errors = check_paths(paths)
     if errors:
         raise errors[0]
+    if key is not None:
+        _LOADED.clear()  # one library at a time: a --watch session of an edited spec keeps no stale copies
+        _LOADED[key] = tuple(cases)
     return cases

@@ -140,3 +140,30 @@ def test_loading_the_library_does_not_import_sympy() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_unchanged_spec_files_are_parsed_once_and_an_edit_is_read(tmp_path: Path, monkeypatch) -> None:
+    from harness.specs import loader
+
+    spec = tmp_path / "t.yaml"
+    case = textwrap.dedent("""\
+        id: t.square
+        title: "x * x times a constant"
+        level: core
+        concepts: [accumulation]
+        inputs:
+          x: {{value: [1.0, 2.0]}}
+          c: {{value: [{k}.0, {k}.0]}}
+        output: "(x * x * c).sum()"
+        """)
+    spec.write_text(case.format(k=1))
+    parses = []
+    real = loader.check_paths
+    monkeypatch.setattr(loader, "check_paths", lambda paths: parses.append(1) or real(paths))
+
+    first = load_cases([tmp_path])
+    assert load_cases([tmp_path]) == first and len(parses) == 1
+    spec.write_text(case.format(k=3))  # same size, new bytes: parsed again, and the new values are used
+    (edited,) = load_cases([tmp_path])
+    assert len(parses) == 2
+    torch.testing.assert_close(edited.expected.grads["x"], torch.tensor([6.0, 12.0], dtype=torch.float64))
