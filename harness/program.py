@@ -234,6 +234,15 @@ class Program:
     # ---- wire format and snippets ----
 
     def to_wire(self) -> dict[str, Any]:
+        """The program as the worker reads it. Built once per program and shared (never mutate it):
+        drawn programs, spec cases and the timing graphs are sent to every submission of a batch."""
+        wire = self.__dict__.get("_wire")
+        if wire is None:
+            wire = self._build_wire()
+            object.__setattr__(self, "_wire", wire)  # a cache beside the fields, not a field
+        return wire
+
+    def _build_wire(self) -> dict[str, Any]:
         return {
             "leaves": [
                 {"name": leaf.name, "requires_grad": leaf.requires_grad, **encode_tensor(leaf.value)}
