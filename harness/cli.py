@@ -255,7 +255,7 @@ def _wait_for_change(path: Path) -> None:
     click.echo(f"\nwatching {path} for changes (Ctrl-C to stop)...", err=True)
     before = _stamp(path)
     while _stamp(path) == before:
-        time.sleep(0.3)
+        time.sleep(0.1)  # a stat() per tick costs nothing; the candidate waits for the tick
 
 
 def _stamp(path: Path) -> tuple[float, int] | None:
