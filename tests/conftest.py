@@ -5,7 +5,12 @@ so a test run is reproducible and leaves nothing behind; no deadline, because
 graph programs call into torch and a shared machine's timings vary.
 """
 
+from typing import Iterator
+
+import pytest
 from hypothesis import HealthCheck, settings
+
+from harness.sandbox import Launcher
 
 settings.register_profile(
     "ci",
@@ -16,3 +21,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def launcher() -> Iterator[Launcher]:
+    """One sandbox template for the whole run, as ``grade batch`` has one per batch.
+
+    Each grade given it still runs in a fresh sandbox of its own (a fork of the template,
+    which never runs a submission); only torch's import is shared. ``grade FILE``'s own
+    start-up is tested by the command-line tests.
+    """
+    with Launcher("auto") as started:
+        yield started

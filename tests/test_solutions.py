@@ -68,7 +68,7 @@ def _options(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def graded() -> Callable[..., Report]:
+def graded(launcher) -> Callable[..., Report]:
     """grade(file, **options), each distinct call made once for the whole module."""
     cache: dict[tuple[Path, tuple[tuple[str, Any], ...]], Report] = {}
 
@@ -79,7 +79,7 @@ def graded() -> Callable[..., Report]:
             # 30 s is sized for real submissions, not for a test that only proves the path.
             budget = Shared.TIMEOUT_BUDGET if timeout_budget is None else timeout_budget
             with mock.patch.object(Shared, "TIMEOUT_BUDGET", budget):
-                cache[key] = grade(path, GradeOptions(**dict(key[1])))
+                cache[key] = grade(path, GradeOptions(**dict(key[1])), launcher)
         return cache[key]
 
     return run

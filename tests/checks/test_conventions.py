@@ -33,14 +33,16 @@ def _id(entry: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, Report]:
-    return {}
+def reports(launcher) -> tuple[dict[str, Report], Any]:
+    return {}, launcher
 
 
-def _graded(reports: dict[str, Report], entry: dict[str, Any]) -> Report:
-    if entry["file"] not in reports:
-        reports[entry["file"]] = grade(CORPUS / entry["file"], GradeOptions(**{**OPTIONS, **(entry.get("options") or {})}))
-    return reports[entry["file"]]
+def _graded(reports: tuple[dict[str, Report], Any], entry: dict[str, Any]) -> Report:
+    done, launcher = reports
+    if entry["file"] not in done:
+        options = GradeOptions(**{**OPTIONS, **(entry.get("options") or {})})
+        done[entry["file"]] = grade(CORPUS / entry["file"], options, launcher)
+    return done[entry["file"]]
 
 
 def test_every_engine_has_expectations_and_every_expectation_an_engine():

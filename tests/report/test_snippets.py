@@ -18,8 +18,8 @@ SOLUTIONS = ROOT / "tests" / "solutions"
 
 
 @pytest.fixture(scope="module")
-def reports():
-    return {name: grade(SOLUTIONS / name, GradeOptions(level="core", max_examples=30))
+def reports(launcher):
+    return {name: grade(SOLUTIONS / name, GradeOptions(level="core", max_examples=30), launcher)
             for name in ("overwrite_grad.py", "flipped_transpose.py", "sum_not_expanded.py")}
 
 
