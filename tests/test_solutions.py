@@ -176,6 +176,13 @@ def _sleepers() -> list[int]:
     return found
 
 
+def test_the_request_still_running_when_the_timeout_budget_is_spent_is_stopped(graded):
+    entry = next(e for e in ENTRIES if e["file"] == "hostile_infinite_loop.py")
+    report = graded(SOLUTIONS / entry["file"], entry.get("timeout_budget"), **_options(entry))
+    deep = next(c for c in report.checks if c.id == "followups.deep_graph")  # a 30 s probe, far from its end
+    assert deep.outcome == "timeout" and "stopped unfinished" in deep.message, deep.message
+
+
 def test_a_grandchild_does_not_outlive_the_grade(graded):
     report = graded(SOLUTIONS / "hostile_grandchild.py", time_limit=12)
     assert report.status == "timeout"

@@ -176,6 +176,8 @@ class Shared:
         self.timeouts = 0
         self.timeout_seconds = 0.0
         self.lock = threading.Lock()
+        self.busy: set[Worker] = set()
+        """Workers answering a request right now: stopped when the timeout budget runs out."""
 
     def why_skip(self) -> str | None:
         if time.perf_counter() > self.deadline:
@@ -200,9 +202,20 @@ class Shared:
                     self.output[stream] += text
 
     def add_timeout(self, seconds: float) -> None:
+        """Count a timed-out request; the one that spends the budget stops every request still running.
+
+        The other lane may be waiting out a long probe of the same endless loop (a deep chain
+        waits 30 s): its answer could no longer change the grade's course, only delay it.
+        """
         with self.lock:
+            was_spent = self.timeout_seconds >= self.TIMEOUT_BUDGET
             self.timeouts += 1
             self.timeout_seconds += seconds
+            stop = [] if was_spent or self.timeout_seconds < self.TIMEOUT_BUDGET else list(self.busy)
+        for worker in stop:
+            # The zygote kills it; its lane's receive then ends, there (closing the socket here
+            # would pull it from under the thread that is reading it).
+            worker.sandbox.kill_worker(worker.number)
 
 
 class Context:
@@ -264,6 +277,8 @@ class Context:
             raise CandidateTimeout(f"{what}: not run, {spent}")
         timeout = min(timeout, remaining)
         worker = self.worker()
+        with self.shared.lock:
+            self.shared.busy.add(worker)
         try:
             reply = worker.request(payload, timeout)
         except WorkerTimeout:
@@ -272,7 +287,13 @@ class Context:
             self.shared.add_timeout(min(timeout, 10.0))
             raise CandidateTimeout(f"{what}: no answer within {timeout:g} s (the process was killed)") from None
         except WorkerDied as exc:
+            spent = self.shared.why_skip()
+            if spent:  # stopped by add_timeout, not by the submission
+                raise CandidateTimeout(f"{what}: stopped unfinished, {spent}") from None
             raise CandidateError(f"{what}: {exc}") from None
+        finally:
+            with self.shared.lock:
+                self.shared.busy.discard(worker)
         self._add_evidence(reply)
         return reply
 

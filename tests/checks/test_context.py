@@ -88,3 +88,33 @@ def test_a_one_element_output_that_is_not_0_d_is_backpropagated_from_its_sum():
     assert rooted.expression() == "h = r @ k; h_sum = h.sum()"
     assert rooted.output == "h_sum"
     assert scalar_root(PROGRAM, EXPECTED) is PROGRAM
+
+
+# ---- the timeout budget -----------------------------------------------------------------------------
+
+
+class _Sandbox:
+    def __init__(self) -> None:
+        self.killed: list[int] = []
+
+    def kill_worker(self, number: int) -> None:
+        self.killed.append(number)
+
+
+class _Worker:
+    def __init__(self, sandbox: _Sandbox, number: int) -> None:
+        self.sandbox, self.number = sandbox, number
+
+
+def test_the_timeout_that_spends_the_budget_stops_the_requests_still_running():
+    from harness.checks.context import Shared
+
+    sandbox = _Sandbox()
+    shared = Shared(deadline=float("inf"))
+    shared.busy |= {_Worker(sandbox, 1), _Worker(sandbox, 2)}
+    shared.add_timeout(Shared.TIMEOUT_BUDGET / 2)
+    assert sandbox.killed == [] and shared.why_skip() is None
+    shared.add_timeout(Shared.TIMEOUT_BUDGET / 2)
+    assert sorted(sandbox.killed) == [1, 2] and shared.why_skip()
+    shared.add_timeout(1.0)  # already spent: nothing is stopped twice
+    assert sorted(sandbox.killed) == [1, 2]
