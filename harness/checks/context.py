@@ -14,11 +14,12 @@ output of shape ``(1, 1)`` (``expect`` backpropagates from its sum instead).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -201,6 +202,17 @@ class Shared:
                 if text and len(self.output[stream]) < 8000:
                     self.output[stream] += text
 
+    @contextlib.contextmanager
+    def running(self, worker: Worker) -> Iterator[None]:
+        """Mark ``worker`` as answering a request while the block runs: add_timeout may stop it."""
+        with self.lock:
+            self.busy.add(worker)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.busy.discard(worker)
+
     def add_timeout(self, seconds: float) -> None:
         """Count a timed-out request; the one that spends the budget stops every request still running.
 
@@ -277,10 +289,9 @@ class Context:
             raise CandidateTimeout(f"{what}: not run, {spent}")
         timeout = min(timeout, remaining)
         worker = self.worker()
-        with self.shared.lock:
-            self.shared.busy.add(worker)
         try:
-            reply = worker.request(payload, timeout)
+            with self.shared.running(worker):
+                reply = worker.request(payload, timeout)
         except WorkerTimeout:
             # A long probe (a deep chain) counts like a short one, so one slow
             # engine does not lose every check after it.
@@ -291,9 +302,6 @@ class Context:
             if spent:  # stopped by add_timeout, not by the submission
                 raise CandidateTimeout(f"{what}: stopped unfinished, {spent}") from None
             raise CandidateError(f"{what}: {exc}") from None
-        finally:
-            with self.shared.lock:
-                self.shared.busy.discard(worker)
         self._add_evidence(reply)
         return reply
 

@@ -111,10 +111,13 @@ def test_the_timeout_that_spends_the_budget_stops_the_requests_still_running():
 
     sandbox = _Sandbox()
     shared = Shared(deadline=float("inf"))
-    shared.busy |= {_Worker(sandbox, 1), _Worker(sandbox, 2)}
-    shared.add_timeout(Shared.TIMEOUT_BUDGET / 2)
-    assert sandbox.killed == [] and shared.why_skip() is None
-    shared.add_timeout(Shared.TIMEOUT_BUDGET / 2)
-    assert sorted(sandbox.killed) == [1, 2] and shared.why_skip()
-    shared.add_timeout(1.0)  # already spent: nothing is stopped twice
-    assert sorted(sandbox.killed) == [1, 2]
+    with shared.running(_Worker(sandbox, 3)):
+        pass  # finished before the budget ran out: not stopped
+    with shared.running(_Worker(sandbox, 1)), shared.running(_Worker(sandbox, 2)):
+        shared.add_timeout(Shared.TIMEOUT_BUDGET / 2)
+        assert sandbox.killed == [] and shared.why_skip() is None
+        shared.add_timeout(Shared.TIMEOUT_BUDGET / 2)
+        assert sorted(sandbox.killed) == [1, 2] and shared.why_skip()
+        shared.add_timeout(1.0)  # already spent: nothing is stopped twice
+        assert sorted(sandbox.killed) == [1, 2]
+    assert shared.busy == set()
