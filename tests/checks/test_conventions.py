@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 import yaml
@@ -33,16 +33,17 @@ def _id(entry: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def reports(launcher) -> tuple[dict[str, Report], Any]:
-    return {}, launcher
+def graded(launcher) -> Callable[[dict[str, Any]], Report]:
+    """The report of an entry's engine, graded once for the whole module."""
+    done: dict[str, Report] = {}
 
+    def run(entry: dict[str, Any]) -> Report:
+        if entry["file"] not in done:
+            options = GradeOptions(**{**OPTIONS, **(entry.get("options") or {})})
+            done[entry["file"]] = grade(CORPUS / entry["file"], options, launcher)
+        return done[entry["file"]]
 
-def _graded(reports: tuple[dict[str, Report], Any], entry: dict[str, Any]) -> Report:
-    done, launcher = reports
-    if entry["file"] not in done:
-        options = GradeOptions(**{**OPTIONS, **(entry.get("options") or {})})
-        done[entry["file"]] = grade(CORPUS / entry["file"], options, launcher)
-    return done[entry["file"]]
+    return run
 
 
 def test_every_engine_has_expectations_and_every_expectation_an_engine():
@@ -90,14 +91,14 @@ def _problems(entry: dict[str, Any], report: Report) -> list[str]:
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=_id)
-def test_engine_grades_as_expected(entry, reports):
-    problems = _problems(entry, _graded(reports, entry))
+def test_engine_grades_as_expected(entry, graded):
+    problems = _problems(entry, graded(entry))
     assert not problems, "\n".join([f"{entry['file']}:"] + problems)
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.get("fails_exactly")], ids=_id)
-def test_a_failure_keeps_its_evidence_for_the_diagnosis(entry, reports):
-    report = _graded(reports, entry)
+def test_a_failure_keeps_its_evidence_for_the_diagnosis(entry, graded):
+    report = graded(entry)
     for check in report.checks:
         if check.outcome in FAILING:
             assert check.evidence is not None, check.id
