@@ -136,12 +136,12 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         # Proof from the source alone: nothing is run, every check is skipped.
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
-        from harness.diagnosis.causes import diagnose
+        from harness.diagnosis.causes import diagnose_safely
 
-        skipped, causes = diagnose(skipped, submission.findings.violations, None, {})
+        skipped, causes, failure = diagnose_safely(skipped, submission.findings.violations, None, {})
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256, root_causes=causes)
+                       isolation_note="", sha256=submission.sha256, root_causes=causes, diagnosis_error=failure)
     limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     owned: list[Any] = []
     try:
@@ -284,7 +284,7 @@ _LATE_IMPORTS = (
 def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
-    from harness.diagnosis.causes import diagnose
+    from harness.diagnosis.causes import diagnose_safely
 
     path, static, sha256 = submission.path, submission.findings, submission.sha256
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
@@ -351,12 +351,13 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
     t0 = time.perf_counter()
-    graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
-                              rubric.allot([(c.id, c.level) for c in plan]),
-                              {c.id: c.graph for c in plan if c.graph is not None})
+    graded, causes, failure = diagnose_safely(
+        [results[c.id] for c in plan], (*static.violations, *shared.violations),
+        rubric.allot([(c.id, c.level) for c in plan]), {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes)
+    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes,
+                  diagnosis_error=failure)
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
@@ -448,7 +449,8 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = ()) -> Report:
+            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
+            diagnosis_error: str = "") -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -471,5 +473,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
-        root_causes=root_causes,
+        root_causes=root_causes, diagnosis_error=diagnosis_error,
     )

@@ -16,18 +16,34 @@ import functools
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
+from harness.diagnosis.symptoms import cover, describe, localise, operand_name
 from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult
 
-__all__ = ["diagnose"]
+__all__ = ["diagnose", "diagnose_safely"]
 
 FAILING = ("failed", "error", "timeout")
 BEST = 0.01
 """Matches within this much of a check's best fit count as equally good."""
 
 _ORDER = {b.id: i for i, b in enumerate(BUGS)}
+
+
+def diagnose_safely(results: Sequence[CheckResult], violations: Sequence[str] = (),
+                    points: Mapping[str, float] | None = None,
+                    graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
+                    ) -> tuple[list[CheckResult], tuple[dict[str, Any], ...], str]:
+    """``diagnose`` that never raises: on a fault of its own, the results unchanged, no causes and why.
+
+    A diagnosis is advice on top of the verdicts; a fault in it must not cost the report.
+    """
+    try:
+        graded, causes = diagnose(results, violations, points, graphs)
+        return graded, causes, ""
+    except Exception as exc:  # noqa: BLE001 -- any fault of the grader's own, reported in the report
+        return list(results), (), f"internal grader error in the diagnosis: {type(exc).__name__}: {exc}"
 
 
 def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
@@ -113,7 +129,8 @@ def _cause(bug_id: str, checks: list[str], results: Sequence[CheckResult]) -> di
     b = bug(bug_id)
     by_id = {r.id: r for r in results}
     return {"bug": b.id, "name": b.name, "concept": b.concept, "explanation": b.explanation, "hint": b.hint,
-            "checks": list(checks), "snippet": _snippet([by_id[c] for c in checks])}
+            "checks": list(checks), "snippet": _snippet([by_id[c] for c in checks]),
+            "op": None, "operand": None, "symptom": None}
 
 
 def _snippet(results: Sequence[CheckResult]) -> str:
@@ -136,22 +153,52 @@ def _level(cause: dict[str, Any]) -> int:
 
 
 def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
-    """Failures with a graph but no matching bug, grouped by the op nearest what went wrong in each.
+    """Failures with a graph but no matching bug, grouped by what is wrong in each.
 
-    The group is named after the op and the concept of its smallest failing graph; it names no bug.
+    A failure whose gradients one rule mutation reproduces is named by it: op, operand and
+    symptom (``symptoms``). The rest are grouped by the op nearest to what went wrong, and
+    the group names no bug.
     """
+    found: dict[str, list[Finding]] = {}
     groups: dict[str, list[CheckResult]] = {}
+    by_id = {r.id: r for r in results}
     for r in results:
         ev = r.evidence
         if ev is None:
             continue
+        try:
+            findings = localise(ev.program, ev.observation, ev.expected)
+        except Exception:  # noqa: BLE001 -- naming is a bonus: an unnamed group still reports the failure
+            findings = []
+        if findings:
+            found[r.id] = findings
+            continue
         op = _blamed_op(ev.program, ev.observation, ev.expected)
         if op is not None:
             groups.setdefault(op, []).append(r)
+    named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
     causes = []
+    for members_found in named.values():
+        members = [r for r, _ in members_found]
+        finding = members_found[0][1]
+        smallest = min(members, key=lambda r: _size(r.evidence.program))
+        step = next((s for s in smallest.evidence.program.steps if s.op == finding.op), None)
+        name, hint, concept = describe(finding, step.param_dict() if step is not None else None)
+        causes.append({
+            "bug": None, "name": name, "concept": concept,
+            "explanation": (f"No catalogued bug, but one wrong rule reproduces every gradient of these failures: "
+                            f"{name.split(': ', 1)[-1]}. The smallest failing graph is "
+                            f"{smallest.evidence.program.summary()}, where {_first_line(smallest.message)}"),
+            "hint": hint, "checks": [r.id for r in members],
+            "snippet": smallest.details.get("snippet", ""),
+            "op": finding.op, "operand": operand_name(finding.op, finding.operand) if finding.operand is not None
+            else None, "symptom": finding.symptom, "level": OPS[finding.op].level if finding.op in OPS else None,
+        })
     for op, members in groups.items():
         smallest = min(members, key=lambda r: _size(r.evidence.program))
-        syntax = OPS[op].render([f"x{i}" for i in range(len(OPS[op].slots))]) if op in OPS else op
+        step = next((s for s in smallest.evidence.program.steps if s.op == op), None)
+        names = [f"x{i}" for i in range(len(OPS[op].slots))] if op in OPS else []
+        syntax = OPS[op].render(names, step.param_dict() if step is not None else None) if op in OPS else op
         causes.append({
             "bug": None,
             "name": f"{smallest.concept} failures around {syntax}",
@@ -162,6 +209,7 @@ def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
             "hint": smallest.details.get("hint", ""),
             "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
+            "op": op, "operand": None, "symptom": None, "level": OPS[op].level if op in OPS else None,
         })
     return causes
 

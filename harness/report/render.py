@@ -101,6 +101,10 @@ def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
 
 def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list[str]:
     """The root causes, the one to fix first first: what is wrong, where to look, one graph that shows it."""
+    if report.diagnosis_error:
+        return ["", style("Fix first", bold=True),
+                style(f"  no root causes: {printable(report.diagnosis_error)}", fg="yellow"),
+                "  Every verdict and the score below stand; only the advice on what to fix is missing."]
     if not report.root_causes:
         return []
     lines = ["", style("Fix first", bold=True)]
@@ -108,7 +112,7 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
         checks = list(cause.get("checks", []))
         count = f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks else "an integrity finding"
         lost = f", {cause['points']:.1f} points" if cause.get("points") else ""
-        lines.append(style(f"  {i}. {printable(str(cause['name']))}", bold=True) + f"  ({count}{lost})")
+        lines.append(style(f"  {i}. {printable(_cause_name(cause))}", bold=True) + f"  ({count}{lost})")
         if i > CAUSES_IN_FULL and not verbose:
             continue
         lines += [f"     {part}" for part in _wrap(printable(str(cause.get("explanation", ""))))]
@@ -121,6 +125,10 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
             shown = ", ".join(checks[:4]) + (f" and {len(checks) - 4} more" if len(checks) > 4 else "")
             lines.append(style(f"     explains: {shown}", fg="bright_black"))
     return lines
+
+
+def _cause_name(cause: dict[str, Any]) -> str:
+    return str(cause.get("name") or cause.get("bug") or "unnamed cause")
 
 
 def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[str, tuple[int, dict[str, Any]]],
@@ -149,7 +157,7 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
             if c.id in causes:
                 number, cause = causes[c.id]
                 lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
-                lines.append(style(f"         likely caused by: {printable(str(cause['name']))} (Fix first {number})",
+                lines.append(style(f"         likely caused by: {printable(_cause_name(cause))} (Fix first {number})",
                                    fg="magenta"))
             elif full:
                 expanded += 1
@@ -166,7 +174,7 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
                      + style(f": {gist}", fg="bright_black"))
         lines += [style(f"       {part}", fg="bright_black") for part in _ids([c.id for c in members], verbose)]
     for number, ids in sorted(explained.items()):
-        name = printable(str(report.root_causes[number - 1]["name"]))
+        name = printable(_cause_name(report.root_causes[number - 1]))
         lines.append(style(f"  FAIL {len(ids)} {'check' if len(ids) == 1 else 'checks'}", fg="red")
                      + style(f" likely caused by: {name} (Fix first {number})", fg="magenta"))
         lines += [style(f"       {part}", fg="bright_black") for part in _ids(ids, verbose)]
@@ -279,11 +287,14 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
             where = f"line {entry['line']}" if entry.get("line") else "at run time"
             lines.append(f"- **{where}**: {markdown_inline(str(entry['construct']))}: "
                          f"{markdown_inline(str(entry['why']))}")
+    if report.diagnosis_error:
+        lines += ["", "### Root causes", "", f"None: {markdown_inline(report.diagnosis_error)}. Every verdict and "
+                  "the score stand.", ""]
     if report.root_causes:
         lines += ["", "### Root causes (fix the first first)", ""]
         for i, cause in enumerate(report.root_causes, 1):
             checks = cause.get("checks", [])
-            lines += [f"{i}. **{markdown_inline(str(cause['name']))}** "
+            lines += [f"{i}. **{markdown_inline(_cause_name(cause))}** "
                       f"({len(checks)} failing check{'s' if len(checks) != 1 else ''}"
                       + (f", {cause['points']:.1f} points" if cause.get("points") else "") + ")", ""]
             if cause.get("explanation"):
