@@ -77,7 +77,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
     causes = [_cause(bug_id, checks, results) for bug_id, checks in groups]
-    causes += _unexplained([r for r in failing if r.id not in assigned])
+    causes += _unexplained([r for r in failing if r.id not in assigned], passed_graphs)
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
     causes.sort(key=lambda c: (-c["points"], -len(c["checks"]), c["bug"] is None, _level(c)))
@@ -152,7 +152,8 @@ def _level(cause: dict[str, Any]) -> int:
 # ---- failures no catalogued bug explains ---------------------------------------------------
 
 
-def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
+def _unexplained(results: Sequence[CheckResult],
+                 passed: Sequence[tuple[Program, Outcome]] = ()) -> list[dict[str, Any]]:
     """Failures with a graph but no matching bug, grouped by what is wrong in each.
 
     A failure whose gradients one rule mutation reproduces is named by it: op, operand and
@@ -176,7 +177,7 @@ def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
         op = _blamed_op(ev.program, ev.observation, ev.expected)
         if op is not None:
             groups.setdefault(op, []).append(r)
-    named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
+    named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found, passed).items()}
     causes = []
     for members_found in named.values():
         members = [r for r, _ in members_found]

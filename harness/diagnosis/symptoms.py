@@ -17,7 +17,7 @@ worker returned; no candidate code runs here.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Final, Sequence
 
 import torch
@@ -25,7 +25,10 @@ import torch
 from harness.ops import OPS, TENSOR
 from harness.program import Outcome, Program
 
-__all__ = ["Finding", "SYMPTOMS", "localise", "cover", "operand_name", "describe"]
+__all__ = ["Finding", "SYMPTOMS", "localise", "cover", "contradicted", "operand_name", "describe"]
+
+CONTRADICTING: Final = 25
+"""Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
 
 MAX_STEPS: Final = 40
 """Larger graphs (the timing probes) are not localised: they are never the smallest failing graph."""
@@ -93,6 +96,8 @@ class Finding:
     operand: int | None
     symptom: str
     detail: str = ""
+    param: Any = field(default=None, compare=False)
+    """The measured factor or the axis: what replays the finding on another graph."""
 
     @property
     def key(self) -> tuple[str, int | None, str, str]:
@@ -116,9 +121,39 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
     return f"`{syntax}`: {said}", hint, concept
 
 
-def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[str]]]:
-    """Greedy cover: the finding that explains the most checks takes them, then the next (ties: simplest)."""
-    left = {check: list(findings) for check, findings in found.items() if findings}
+def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
+    """Whether an engine with this wrong rule would get ``program`` wrong (so one that passes it lacks the rule)."""
+    if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > MAX_STEPS:
+        return False
+    kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
+    if kind == "dtype":
+        return False
+    grads = _backward(program, expected, (finding.op, finding.operand, kind, finding.param))
+    if grads is None:
+        return False
+    targets = _targets(program, expected)
+    return any(not _close(grads.get(n), expected.grads[n]) for n in targets)
+
+
+def cover(found: dict[str, list[Finding]],
+          passed: Sequence[tuple[Program, Outcome]] = ()) -> dict[tuple, tuple[Finding, list[str]]]:
+    """Greedy cover: the finding that explains the most checks takes them, then the next (ties: simplest).
+
+    A finding that a passing graph contradicts is dropped wherever another explains the same check.
+    """
+    cache: dict[tuple, bool] = {}
+
+    def refuted(f: Finding) -> bool:
+        if f.key not in cache:
+            relevant = [(p, e) for p, e in passed if f.op in p.ops_used()][:CONTRADICTING]
+            cache[f.key] = any(contradicted(f, p, e) for p, e in relevant)
+        return cache[f.key]
+
+    left = {}
+    for check, findings in found.items():
+        kept = [f for f in findings if not refuted(f)] if len(findings) > 1 else list(findings)
+        if kept or findings:
+            left[check] = kept or list(findings)
     out: dict[tuple, tuple[Finding, list[str]]] = {}
     while left:
         counts: dict[tuple, list[str]] = {}
@@ -172,7 +207,8 @@ def localise(program: Program, got: Any, expected: Outcome, budget: float = 1.0)
             grads = _backward(program, expected, mutation)
             finding = None
             if grads is not None and _matches(grads, got, targets):
-                finding = Finding(op, slot, symptom, f"axis {mutation[3]}" if symptom == "wrong_axis" else "")
+                finding = Finding(op, slot, symptom, f"axis {mutation[3]}" if symptom == "wrong_axis" else "",
+                                  mutation[3])
         if finding is not None and finding not in found:
             found.append(finding)
     return found
@@ -247,8 +283,8 @@ def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) 
     if abs(c) < 1e-6:
         return Finding(op, slot, "missing")
     if abs(c - 2.0) < 1e-3:
-        return Finding(op, slot, "doubled")
-    return Finding(op, slot, "scaled", _factor(c))
+        return Finding(op, slot, "doubled", param=2.0)
+    return Finding(op, slot, "scaled", _factor(c), c)
 
 
 def _factor(c: float) -> str:
