@@ -26,7 +26,7 @@ from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
-__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths"]
+__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths", "rediagnose"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -313,7 +313,15 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
                            member_line(submission.text, options.class_name, "backward"))
     ctx.retire()
     if not hello.get("has_class"):
-        return finish(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
+        import ast
+
+        from harness.preflight import suggest_class
+
+        try:
+            hint = suggest_class(ast.parse(submission.text), options.class_name)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            hint = ""
+        return finish(path, "error", f"the submission defines no class named {options.class_name!r}{hint}", [], rubric,
                       options, static, shared, timings)
     members = set(hello.get("members", []))
     features = hello.get("features", {})
@@ -358,6 +366,23 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     timings["total"] = time.perf_counter() - started
     return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes,
                   diagnosis_error=failure)
+
+
+def rediagnose(report: Report, options: GradeOptions) -> Report:
+    """The report's root causes diagnosed again over all its checks at once.
+
+    ``--watch`` grades the core level first and the rest after; diagnosing the two halves
+    apart would group and order the causes differently from a plain grade of the same file.
+    """
+    from harness.diagnosis.causes import diagnose_safely
+
+    if report.status != "graded" or not report.checks:
+        return report
+    plan = planned_checks(dataclasses.replace(options, level="all", levels=()))
+    graphs = {c.id: c.graph for c in plan if c.graph is not None}
+    points = {c.id: c.max_points for c in report.checks}
+    checks, causes, failure = diagnose_safely(list(report.checks), report.integrity_violations, points, graphs)
+    return dataclasses.replace(report, checks=tuple(checks), root_causes=causes, diagnosis_error=failure)
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:

@@ -353,6 +353,9 @@ class Context:
         expected = expected or program.run_torch()
         rooted = scalar_root(program, expected)
         if rooted is not program:
+            if self.members and "sum" not in self.members:
+                # The appended .sum() is the grader's call, never the candidate's bug.
+                raise NotAttempted(f"the grader sums this one-element output, and {self.class_name} has no sum")
             program, expected = rooted, rooted.run_torch()
         observation = self.run(program, timeout=timeout)
         mismatch = judge(program, observation, expected, parts, tolerance)

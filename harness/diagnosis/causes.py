@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
@@ -77,18 +78,25 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
     causes = [_cause(bug_id, checks, results) for bug_id, checks in groups]
-    causes += _unexplained([r for r in failing if r.id not in assigned], passed_graphs)
+    causes += _absorbed(causes, _unexplained([r for r in failing if r.id not in assigned], passed_graphs), replays)
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
-    causes.sort(key=lambda c: (-c["points"], -len(c["checks"]), c["bug"] is None, _level(c)))
+    # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions;
+    # points only break ties. A core method that is missing comes before them all.
+    causes.sort(key=lambda c: (_tier(c), -c["points"], -len(c["checks"]), c["bug"] is None))
+    causes = _missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
     causes = ([next((c for c in causes if c["bug"] == b), None) or {**_cause(b, [], results), "points": 0.0}
                for b in flagged] + [c for c in causes if c["bug"] not in flagged])
 
+    # Checks a cause absorbed without a match of their own are still charged to its bug.
+    absorbed = {c: cause["bug"] for cause in causes if cause["bug"] for c in cause["checks"] if not matches.get(c)}
     out = []
     for r in results:
-        if r.id in matches and matches[r.id]:
+        if r.id in absorbed:
+            r = dataclasses.replace(r, diagnosis=(absorbed[r.id],))
+        elif r.id in matches and matches[r.id]:
             first = assigned.get(r.id)
             ids = [m.bug for m in sorted(matches[r.id], key=lambda m: (m.bug != first, -m.fit, _ORDER[m.bug]))]
             r = dataclasses.replace(r, diagnosis=tuple(ids))
@@ -133,6 +141,24 @@ def _cause(bug_id: str, checks: list[str], results: Sequence[CheckResult]) -> di
             "op": None, "operand": None, "symptom": None}
 
 
+def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replays: dict) -> list[dict[str, Any]]:
+    """``unnamed`` without the groups a catalogued cause explains: its mutant fails their smallest graph too.
+
+    Such a group is the same bug showing differently (another op downstream of the wrong rule); its
+    checks join the cause instead of standing as a cause of their own.
+    """
+    left = []
+    for group in unnamed:
+        program, expected = group.pop("_graph", (None, None))
+        if group.get("symptom") is None and program is not None and expected is not None:
+            owner = next((c for c in named if c["bug"] and fails(c["bug"], program, expected, replays)), None)
+            if owner is not None:
+                owner["checks"] = [*owner["checks"], *group["checks"]]
+                continue
+        left.append(group)
+    return left
+
+
 def _snippet(results: Sequence[CheckResult]) -> str:
     """The snippet of the smallest failing graph among ``results`` ('' when none ran a graph)."""
     shown = [r for r in results if r.evidence is not None and "snippet" in r.details]
@@ -145,8 +171,45 @@ def _size(program: Any) -> tuple[int, int]:
     return len(program.steps), sum(leaf.value.numel() for leaf in program.leaves)
 
 
-def _level(cause: dict[str, Any]) -> int:
-    return LEVELS.index(bug(cause["bug"]).level) if cause["bug"] else len(LEVELS)
+STRUCTURE = ("order", "accumulation", "requires_grad", "linearity")
+"""Concepts of the engine itself (its walk, its bookkeeping) rather than of one op's rule."""
+
+
+def _tier(cause: dict[str, Any]) -> int:
+    """0 core structure, 1 core ops, 2 follow-ups, 3 extensions, 4 unplaced."""
+    level = bug(cause["bug"]).level if cause["bug"] else cause.get("level")
+    if level not in LEVELS:
+        return len(LEVELS) + 1
+    if level == "core":
+        # An unnamed group takes its concept from a check, not from what is wrong: it is no structure claim.
+        named = cause["bug"] is not None or cause.get("symptom") is not None
+        return 0 if named and cause.get("concept") in STRUCTURE else 1
+    return LEVELS.index(level) + 1
+
+
+_MISSING = re.compile(r"^not attempted: (?:.*, and )?\S+ has no (\S+)$")
+
+
+def _missing_members(results: Sequence[CheckResult], points: Mapping[str, float] | None) -> list[dict[str, Any]]:
+    """One cause per core member the engine lacks: the core checks that wait for it."""
+    waiting: dict[str, list[str]] = {}
+    for r in results:
+        m = _MISSING.match(r.message) if r.outcome == "not_attempted" and r.level == "core" else None
+        if m:
+            waiting.setdefault(m.group(1), []).append(r.id)
+    causes = []
+    for member, checks in sorted(waiting.items(), key=lambda kv: -len(kv[1])):
+        n = len(checks)
+        causes.append({
+            "bug": None, "name": f"implement `{member}`: {n} core check{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} "
+                                 f"for it",
+            "concept": "missing", "explanation": (f"The class has no `{member}`, which the core level needs: every "
+                                                  f"check that uses it is not attempted, and scores nothing."),
+            "hint": f"add `{member}` (the README lists what each core method takes and returns)",
+            "checks": [], "waiting": checks, "snippet": "", "op": None, "operand": None, "symptom": "missing_member",
+            "points": 0.0, "points_waiting": round(sum((points or {}).get(c, 0.0) for c in checks), 2),
+        })
+    return causes
 
 
 # ---- failures no catalogued bug explains ---------------------------------------------------
@@ -211,6 +274,7 @@ def _unexplained(results: Sequence[CheckResult],
             "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
             "op": op, "operand": None, "symptom": None, "level": OPS[op].level if op in OPS else None,
+            "_graph": (smallest.evidence.program, smallest.evidence.expected),
         })
     return causes
 

@@ -110,7 +110,10 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
     lines = ["", style("Fix first", bold=True)]
     for i, cause in enumerate(report.root_causes, 1):
         checks = list(cause.get("checks", []))
-        count = f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks else "an integrity finding"
+        waiting = list(cause.get("waiting", []))
+        count = (f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks
+                 else f"{len(waiting)} check{'s' if len(waiting) != 1 else ''} not attempted" if waiting
+                 else "an integrity finding")
         lost = f", {cause['points']:.1f} points" if cause.get("points") else ""
         lines.append(style(f"  {i}. {printable(_cause_name(cause))}", bold=True) + f"  ({count}{lost})")
         if i > CAUSES_IN_FULL and not verbose:
@@ -226,6 +229,8 @@ def _last_line(report: Report, style: Callable[..., str]) -> str:
         why = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
         if interview.get("gates_failed"):
             why.append("gates failed: " + ", ".join(interview["gates_failed"]))
+        if interview.get("gates_not_attempted"):
+            why.append("gates not attempted: " + ", ".join(interview["gates_not_attempted"]))
         if interview.get("needs_review"):
             why.append("needs a person's review")
         line += f"  interview bar: {verdict} ({'; '.join(why)})"
@@ -336,6 +341,8 @@ def _markdown_summary(report: Report) -> list[str]:
         facts = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
         if interview.get("gates_failed"):
             facts.append("gates failed: " + ", ".join(f"`{g}`" for g in interview["gates_failed"]))
+        if interview.get("gates_not_attempted"):
+            facts.append("gates not attempted: " + ", ".join(f"`{g}`" for g in interview["gates_not_attempted"]))
         if interview.get("needs_review"):
             facts.append("needs review (see below)")
         lines += [f"Interview bar: **{verdict}** ({'; '.join(facts)})", ""]
