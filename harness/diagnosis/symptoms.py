@@ -16,7 +16,6 @@ worker returned; no candidate code runs here.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Final, Sequence
 
@@ -30,8 +29,9 @@ __all__ = ["Finding", "SYMPTOMS", "localise", "cover", "contradicted", "operand_
 CONTRADICTING: Final = 25
 """Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
 
-MAX_STEPS: Final = 40
-"""Larger graphs (the timing probes) are not localised: they are never the smallest failing graph."""
+MAX_STEPS: Final = 12
+"""Larger graphs (the timing probes, unshrunk searches) are not localised: the cost of trying every mutation
+grows with the ops of the graph, and a shrunk failing graph is smaller than this."""
 
 RTOL: Final = 1e-4
 ATOL: Final = 1e-6
@@ -80,6 +80,11 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("wrong_axis", "the gradient of {b} is summed over the wrong axis ({detail}) after broadcasting",
             "sum over the axes broadcasting stretched (the leading extra ones, and those where {b} has size 1), "
             "and keep the rest", concept="broadcasting"),
+    Symptom("wrong_shape", "the gradient of {b} has the shape of the op's result, not {b}'s own",
+            "a gradient has the shape of the tensor it belongs to: expand (sum), reshape back (reshape), or sum "
+            "over the axes the op stretched", concept="shapes"),
+    Symptom("exponent", "the gradient of {b} uses the wrong power of {b}: {detail}",
+            "d(x ** p)/dx = p * x ** (p - 1): check the exponent in the rule"),
     Symptom("overwritten", "the gradient this op sends to {b} replaces what {b} already had instead of adding to it",
             "accumulate (+=) into an input's gradient: a value used twice gets both contributions",
             concept="accumulation"),
@@ -176,11 +181,10 @@ Mutation = tuple[str, int, str, Any]
 """(op, operand slot, symptom, parameter: a factor or an axis)."""
 
 
-def localise(program: Program, got: Any, expected: Outcome, budget: float = 1.0) -> list[Finding]:
+def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     """Every rule mutation that reproduces the candidate's outcome on ``program``, simplest first.
 
-    ``got`` is the candidate's observation (values, grads, error, dtypes). ``budget`` caps the
-    seconds spent on one graph. Several findings can explain one graph equally (the sign of
+    ``got`` is the candidate's observation (values, grads, error, dtypes). Several findings can explain one graph equally (the sign of
     either of two chained ops); the diagnosis keeps the one that explains the most failures.
     """
     if got is None or expected is None or len(program.steps) > MAX_STEPS:
@@ -195,11 +199,8 @@ def localise(program: Program, got: Any, expected: Outcome, budget: float = 1.0)
         return []
     if all(_close(_as(got.grads.get(n), expected.grads[n]), expected.grads[n]) for n in targets):
         return [f for f in [_dtype(program, got, targets)] if f is not None]
-    deadline = time.perf_counter() + budget
     found: list[Finding] = []
     for mutation in _mutations(program):
-        if time.perf_counter() > deadline:
-            break
         op, slot, symptom, _ = mutation
         if symptom == "scaled":
             finding = _scaled(program, got, targets, op, slot)
@@ -207,8 +208,7 @@ def localise(program: Program, got: Any, expected: Outcome, budget: float = 1.0)
             grads = _backward(program, expected, mutation)
             finding = None
             if grads is not None and _matches(grads, got, targets):
-                finding = Finding(op, slot, symptom, f"axis {mutation[3]}" if symptom == "wrong_axis" else "",
-                                  mutation[3])
+                finding = Finding(op, slot, symptom, _detail(mutation), mutation[3])
         if finding is not None and finding not in found:
             found.append(finding)
     return found
@@ -246,11 +246,21 @@ def _mutations(program: Program) -> list[Mutation]:
         for slot, arg in enumerate(step.args):
             if isinstance(arg, str) and OPS[step.op].slots[slot] == TENSOR and (step.op, slot) not in ops:
                 ops.append((step.op, slot))
-    plain = ["sign", "missing", "upstream", "transposed", "at_input", "at_output", "unreduced", "overwritten"]
+    plain = ["sign", "missing", "upstream", "transposed", "at_input", "at_output", "unreduced", "overwritten",
+             "wrong_shape"]
     out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
     out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
+    out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
     out += [(op, slot, "scaled", None) for op, slot in ops]
     return out
+
+
+def _detail(mutation: Mutation) -> str:
+    if mutation[2] == "wrong_axis":
+        return f"axis {mutation[3]}"
+    if mutation[2] == "exponent":
+        return f"x ** {'p' if mutation[3] == 1 else '(p - 2)'} where x ** (p - 1) is right"
+    return ""
 
 
 def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) -> Finding | None:
@@ -375,6 +385,13 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
         out[slot] = _vjp(spec, params, operands, torch.ones_like(g), slots)[slot]
     elif kind in ("at_input", "at_output"):
         out[slot] = g * _derivative_elsewhere(step.op, kind, x, values[step.name], params)
+    elif kind == "wrong_shape":
+        if tuple(g.shape) == tuple(d.shape):
+            raise ValueError("the result has the operand's shape")
+        out[slot] = d.reshape(g.shape) if d.numel() == g.numel() else g
+    elif kind == "exponent":
+        p = params.get("p")
+        out[slot] = g * p * x ** (p - 1 + mutation[3])
     elif kind in ("unreduced", "wrong_axis"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
