@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
-from harness.diagnosis.symptoms import cover, describe, localise, operand_name
+from harness.diagnosis.symptoms import Finding, Refuter, cover, describe, localise, operand_name
 from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
@@ -75,15 +75,46 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     def contradictions(bug_id: str) -> int:
         return sum(fails(bug_id, program, expected, replays) for program, expected in passed_graphs)
 
+    located: dict[str, list[Finding]] = {}
+
+    def locate(r: CheckResult) -> list[Finding]:
+        """The rule mutations that explain ``r`` and that no passing graph contradicts."""
+        if r.id not in located:
+            ev = r.evidence
+            try:
+                found = _tie_finding(r) or localise(ev.program, ev.observation, ev.expected)
+                located[r.id] = [f for f in found if not refuted(f)]
+            except Exception:  # noqa: BLE001 -- naming is a bonus: an unnamed group still reports the failure
+                located[r.id] = []
+        return located[r.id]
+
+    refuted = Refuter(passed_graphs)
+    # A catalogued bug whose mutant fails graphs this engine passes gives way to a wrong rule
+    # that explains the failure and that no passing graph contradicts.
+    # An error fits a bug by its kind alone (same class, place and message shape): when every bug
+    # it fits is contradicted, the error is left unexplained rather than misnamed.
+    for r in failing:
+        found = matches.get(r.id)
+        if not found or r.evidence is None or not all(contradictions(m.bug) for m in found):
+            continue
+        if (r.evidence.observation is not None and r.evidence.observation.error is not None) or locate(r):
+            matches[r.id] = []
+
     groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
     causes = [_cause(bug_id, checks, results) for bug_id, checks in groups]
-    causes += _absorbed(causes, _unexplained([r for r in failing if r.id not in assigned], passed_graphs), replays)
+    causes += _absorbed(causes, _unexplained([r for r in failing if r.id not in assigned], locate), replays)
+    levels = {r.id: r.level for r in results}
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
+        if cause["bug"] is None and cause["checks"]:
+            # Placed by the checks it explains: an op of the core level that fails only extension
+            # graphs is no core failure.
+            cause["level"] = min((levels[c] for c in cause["checks"]), key=LEVELS.index)
     # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions;
-    # points only break ties. A core method that is missing comes before them all.
-    causes.sort(key=lambda c: (_tier(c), -c["points"], -len(c["checks"]), c["bug"] is None))
+    # inside a level, a named cause before a vague one; points only break ties. A core method
+    # that is missing comes before them all.
+    causes.sort(key=lambda c: (_tier(c), _vague(c), -c["points"], -len(c["checks"])))
     causes = _missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
@@ -215,8 +246,8 @@ def _missing_members(results: Sequence[CheckResult], points: Mapping[str, float]
 # ---- failures no catalogued bug explains ---------------------------------------------------
 
 
-def _unexplained(results: Sequence[CheckResult],
-                 passed: Sequence[tuple[Program, Outcome]] = ()) -> list[dict[str, Any]]:
+def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult], list[Finding]]
+                 ) -> list[dict[str, Any]]:
     """Failures with a graph but no matching bug, grouped by what is wrong in each.
 
     A failure whose gradients one rule mutation reproduces is named by it: op, operand and
@@ -230,17 +261,19 @@ def _unexplained(results: Sequence[CheckResult],
         ev = r.evidence
         if ev is None:
             continue
-        try:
-            findings = localise(ev.program, ev.observation, ev.expected)
-        except Exception:  # noqa: BLE001 -- naming is a bonus: an unnamed group still reports the failure
-            findings = []
+        findings = locate(r) or _lone_op(ev.program, ev.observation, ev.expected)
         if findings:
             found[r.id] = findings
             continue
         op = _blamed_op(ev.program, ev.observation, ev.expected)
         if op is not None:
             groups.setdefault(op, []).append(r)
-    named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found, passed).items()}
+    named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
+    # Where an op's rule is wrong in no simple way on some graphs, a simple relation seen on another
+    # graph of the same op and operand is a coincidence of its values: one cause, the vague one.
+    for key in [k for k in named if k[2] == "wrong_rule"]:
+        for other in [k for k in named if k[:2] == key[:2] and k != key]:
+            named[key] += [(r, named[key][0][1]) for r, _ in named.pop(other)]
     causes = []
     for members_found in named.values():
         members = [r for r, _ in members_found]
@@ -277,6 +310,36 @@ def _unexplained(results: Sequence[CheckResult],
             "_graph": (smallest.evidence.program, smallest.evidence.expected),
         })
     return causes
+
+
+def _lone_op(program: Any, obs: Any, expected: Any) -> list[Finding]:
+    """An op alone on its leaves (but for a final sum or a weight) whose gradient is wrong in no simple way."""
+    if obs is None or expected is None or obs.error is not None or len(program.steps) > 3:
+        return []
+    main = [s for s in program.steps if not (s.op == "sum" and s.name == program.output)
+            and not (s.op == "mul" and s is not program.steps[0])]
+    if len(main) != 1:
+        return []
+    step = main[0]
+    if any(step.name in obs.values and not agree(obs.values[step.name], expected.values[step.name])
+           for step in program.steps):
+        return []
+    for slot, arg in enumerate(step.args):
+        if isinstance(arg, str) and arg in obs.grads and expected.grads.get(arg) is not None \
+                and not agree(obs.grads.get(arg), expected.grads[arg]):
+            return [Finding(step.op, slot, "wrong_rule")]
+    return []
+
+
+def _vague(cause: dict[str, Any]) -> bool:
+    return cause["bug"] is None and cause.get("symptom") in (None, "wrong_rule")
+
+
+def _tie_finding(r: CheckResult) -> list[Finding]:
+    """The ties checks judge a convention torch's outcome alone cannot: their failure names itself."""
+    if r.id.startswith("extensions.ties.") and "the full gradient to every tied element" in r.message:
+        return [Finding(r.id.removeprefix("extensions.ties."), 0, "tied_all")]
+    return []
 
 
 def _first_line(message: str) -> str:

@@ -24,7 +24,7 @@ import torch
 from harness.ops import OPS, TENSOR
 from harness.program import Outcome, Program
 
-__all__ = ["Finding", "SYMPTOMS", "localise", "cover", "contradicted", "operand_name", "describe"]
+__all__ = ["Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
 
 CONTRADICTING: Final = 25
 """Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
@@ -64,6 +64,8 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "exactly once"),
     Symptom("scaled", "the gradient of {b} is off by a constant factor of {detail}",
             "a constant in this op's backward rule is wrong (a missing or extra 1/n, 2, p ...)"),
+    Symptom("per_element", "the gradient of {b} is off by a factor of {detail}",
+            "an average divides by the number of elements it averages: its gradient does too"),
     Symptom("transposed", "the gradient of {b} is transposed",
             "the shapes of a gradient and its input agree, but the rule hands back the transpose: write the rule "
             "out with index names to see which side the transpose belongs on"),
@@ -85,6 +87,11 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "over the axes the op stretched", concept="shapes"),
     Symptom("exponent", "the gradient of {b} uses the wrong power of {b}: {detail}",
             "d(x ** p)/dx = p * x ** (p - 1): check the exponent in the rule"),
+    Symptom("tied_all", "at a tie, every tied element of `{b}` receives the full gradient",
+            "a tie's gradient goes to one of the tied elements (torch: the first) or is split evenly; never the "
+            "whole of it to each", concept="routing"),
+    Symptom("wrong_rule", "the gradient of {b} is wrong, in no simple relation to the right one",
+            "work this op's derivative out again for {b} and compare it with the rule in your backward"),
     Symptom("overwritten", "the gradient this op sends to {b} replaces what {b} already had instead of adding to it",
             "accumulate (+=) into an input's gradient: a value used twice gets both contributions",
             concept="accumulation"),
@@ -133,32 +140,38 @@ def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
     kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
     if kind == "dtype":
         return False
-    grads = _backward(program, expected, (finding.op, finding.operand, kind, finding.param))
+    param = finding.param
+    if kind == "per_element":
+        step = next(s for s in program.steps if s.op == finding.op)
+        if not isinstance(step.args[finding.operand], str):
+            return False
+        values = _forward(program)
+        name, power = finding.param
+        kind, param = "factor", _SIZES[name](values[step.args[finding.operand]], values[step.name]) ** power
+    grads = _backward(program, expected, (finding.op, finding.operand, kind, param))
     if grads is None:
         return False
     targets = _targets(program, expected)
     return any(not _close(grads.get(n), expected.grads[n]) for n in targets)
 
 
-def cover(found: dict[str, list[Finding]],
-          passed: Sequence[tuple[Program, Outcome]] = ()) -> dict[tuple, tuple[Finding, list[str]]]:
-    """Greedy cover: the finding that explains the most checks takes them, then the next (ties: simplest).
+class Refuter:
+    """Whether a finding is contradicted by a passing graph (its wrong rule would fail it); cached per finding."""
 
-    A finding that a passing graph contradicts is dropped wherever another explains the same check.
-    """
-    cache: dict[tuple, bool] = {}
+    def __init__(self, passed: Sequence[tuple[Program, Outcome]]) -> None:
+        self.passed = passed
+        self.cache: dict[tuple, bool] = {}
 
-    def refuted(f: Finding) -> bool:
-        if f.key not in cache:
-            relevant = [(p, e) for p, e in passed if f.op in p.ops_used()][:CONTRADICTING]
-            cache[f.key] = any(contradicted(f, p, e) for p, e in relevant)
-        return cache[f.key]
+    def __call__(self, finding: Finding) -> bool:
+        if finding.key not in self.cache:
+            relevant = [(p, e) for p, e in self.passed if finding.op in p.ops_used()][:CONTRADICTING]
+            self.cache[finding.key] = any(contradicted(finding, p, e) for p, e in relevant)
+        return self.cache[finding.key]
 
-    left = {}
-    for check, findings in found.items():
-        kept = [f for f in findings if not refuted(f)] if len(findings) > 1 else list(findings)
-        if kept or findings:
-            left[check] = kept or list(findings)
+
+def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[str]]]:
+    """Greedy cover: the finding that explains the most checks takes them, then the next (ties: simplest)."""
+    left = {check: list(findings) for check, findings in found.items() if findings}
     out: dict[tuple, tuple[Finding, list[str]]] = {}
     while left:
         counts: dict[tuple, list[str]] = {}
@@ -288,6 +301,9 @@ def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) 
     grads = _backward(program, None, (op, slot, "factor", c))
     if grads is None or not _matches(grads, got, targets):
         return None
+    per = _per_element(program, op, slot, c)
+    if per is not None:
+        return per
     if abs(c + 1.0) < 1e-3:
         return Finding(op, slot, "sign")
     if abs(c) < 1e-6:
@@ -295,6 +311,28 @@ def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) 
     if abs(c - 2.0) < 1e-3:
         return Finding(op, slot, "doubled", param=2.0)
     return Finding(op, slot, "scaled", _factor(c), c)
+
+
+_SIZES: Final[dict[str, Callable[[torch.Tensor, torch.Tensor], float]]] = {
+    "n": lambda x, y: float(x.numel()),
+    "the batch size": lambda x, y: float(x.shape[0]) if x.dim() else 1.0,
+    "the window size": lambda x, y: float(x.numel() / max(1, y.numel())),
+}
+"""Sizes a reduction's gradient divides by: a factor equal to one of them (or its inverse) is a missed division."""
+
+
+def _per_element(program: Program, op: str, slot: int, c: float) -> Finding | None:
+    """A factor equal to the size the op averages over (or its inverse), on the first step of ``op``."""
+    step = next(s for s in program.steps if s.op == op)
+    values = _forward(program)
+    x, y = values[step.args[slot]], values[step.name]
+    for name, size in _SIZES.items():
+        n = size(x, y)
+        if n > 1:
+            for power in (1, -1):
+                if abs(c - n ** power) < 1e-6 * max(1.0, n):
+                    return Finding(op, slot, "per_element", name if power == 1 else f"1/{name}", (name, power))
+    return None
 
 
 def _factor(c: float) -> str:
