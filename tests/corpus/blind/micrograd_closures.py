@@ -135,7 +135,8 @@ class Tensor:
                 v.grad = None          # intermediates start from nothing on every pass
         self.grad = torch.ones_like(self.data) if grad is None else grad
         for v in reversed(topo):
-            v._backward()
+            if v.grad is not None:     # nothing reached it (e.g. it does not require grad)
+                v._backward()
         for v in topo:                 # free the graph
             v._backward = lambda: None
             v._prev = set()
