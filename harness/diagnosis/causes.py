@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
-from harness.diagnosis.symptoms import Finding, Refuter, cover, describe, localise, operand_name
+from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, describe, localise, operand_name
 from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
@@ -103,18 +103,26 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
     causes = [_cause(bug_id, checks, results) for bug_id, checks in groups]
-    causes += _absorbed(causes, _unexplained([r for r in failing if r.id not in assigned], locate), replays)
+    unexplained = _unexplained([r for r in failing if r.id not in assigned], locate)
+    causes = _absorbed(causes + [c for c in unexplained if c.get("symptom")],
+                       [c for c in unexplained if not c.get("symptom")], replays)
     levels = {r.id: r.level for r in results}
+    concept_of = {r.id: r.concept for r in results}
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
-        if cause["bug"] is None and cause["checks"]:
+        if cause["checks"]:
             # Placed by the checks it explains: an op of the core level that fails only extension
-            # graphs is no core failure.
+            # graphs (or a bug seen only by a follow-up probe) is no core failure.
             cause["level"] = min((levels[c] for c in cause["checks"]), key=LEVELS.index)
+            if cause["bug"] is None and cause.get("symptom") is None:
+                concepts = [concept_of[c] for c in cause["checks"]]
+                cause["structural"] = 2 * sum(c in STRUCTURE for c in concepts) >= len(concepts)
     # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions;
     # inside a level, a named cause before a vague one; points only break ties. A core method
     # that is missing comes before them all.
     causes.sort(key=lambda c: (_tier(c), _vague(c), -c["points"], -len(c["checks"])))
+    for cause in causes:
+        cause.pop("structural", None)
     causes = _missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
@@ -178,16 +186,24 @@ def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replay
     Such a group is the same bug showing differently (another op downstream of the wrong rule); its
     checks join the cause instead of standing as a cause of their own.
     """
+    def explains(cause: dict[str, Any], program: Program, expected: Outcome) -> bool:
+        if cause["bug"]:
+            return fails(cause["bug"], program, expected, replays)
+        finding = cause.get("_finding")
+        return finding is not None and finding.symptom != "wrong_rule" and contradicted(finding, program, expected)
+
     left = []
     for group in unnamed:
         program, expected = group.pop("_graph", (None, None))
-        if group.get("symptom") is None and program is not None and expected is not None:
-            owner = next((c for c in named if c["bug"] and fails(c["bug"], program, expected, replays)), None)
+        if program is not None and expected is not None:
+            owner = next((c for c in named if explains(c, program, expected)), None)
             if owner is not None:
                 owner["checks"] = [*owner["checks"], *group["checks"]]
                 continue
         left.append(group)
-    return left
+    for cause in named:
+        cause.pop("_finding", None)
+    return named + left
 
 
 def _snippet(results: Sequence[CheckResult]) -> str:
@@ -208,13 +224,13 @@ STRUCTURE = ("order", "accumulation", "requires_grad", "linearity")
 
 def _tier(cause: dict[str, Any]) -> int:
     """0 core structure, 1 core ops, 2 follow-ups, 3 extensions, 4 unplaced."""
-    level = bug(cause["bug"]).level if cause["bug"] else cause.get("level")
+    level = cause.get("level") or (bug(cause["bug"]).level if cause["bug"] else None)
     if level not in LEVELS:
         return len(LEVELS) + 1
     if level == "core":
-        # An unnamed group takes its concept from a check, not from what is wrong: it is no structure claim.
+        # An unnamed group is structural when most of its checks are about structure.
         named = cause["bug"] is not None or cause.get("symptom") is not None
-        return 0 if named and cause.get("concept") in STRUCTURE else 1
+        return 0 if (cause.get("concept") in STRUCTURE if named else cause.get("structural")) else 1
     return LEVELS.index(level) + 1
 
 
@@ -269,11 +285,15 @@ def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult],
         if op is not None:
             groups.setdefault(op, []).append(r)
     named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
-    # Where an op's rule is wrong in no simple way on some graphs, a simple relation seen on another
-    # graph of the same op and operand is a coincidence of its values: one cause, the vague one.
+    # One op and operand named in several ways, one of them "wrong in no simple way": a single cause,
+    # named as most of its graphs show it (the vague name when as many show each).
     for key in [k for k in named if k[2] == "wrong_rule"]:
-        for other in [k for k in named if k[:2] == key[:2] and k != key]:
-            named[key] += [(r, named[key][0][1]) for r, _ in named.pop(other)]
+        same = [k for k in named if k[:2] == key[:2]]
+        winner = max(same, key=lambda k: (len(named[k]), k == key))
+        finding = named[winner][0][1]
+        for other in same:
+            if other != winner:
+                named[winner] += [(r, finding) for r, _ in named.pop(other)]
     causes = []
     for members_found in named.values():
         members = [r for r, _ in members_found]
@@ -288,6 +308,7 @@ def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult],
                             f"{smallest.evidence.program.summary()}, where {_first_line(smallest.message)}"),
             "hint": hint, "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
+            "_finding": finding,
             "op": finding.op, "operand": operand_name(finding.op, finding.operand) if finding.operand is not None
             else None, "symptom": finding.symptom, "level": OPS[finding.op].level if finding.op in OPS else None,
         })

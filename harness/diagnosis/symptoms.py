@@ -24,10 +24,13 @@ import torch
 from harness.ops import OPS, TENSOR
 from harness.program import Outcome, Program
 
-__all__ = ["Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
+__all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
 
 CONTRADICTING: Final = 25
 """Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
+
+ENGINE: Final = "*"
+"""The op of a finding about the engine itself rather than one op's rule."""
 
 MAX_STEPS: Final = 12
 """Larger graphs (the timing probes, unshrunk searches) are not localised: the cost of trying every mutation
@@ -54,6 +57,14 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "this value"),
     Symptom("raises", "raises {detail} in the forward pass on operands it must accept",
             "run the reproduction below: the op fails before any gradient is computed"),
+    Symptom("requires_grad_flag", "a result's requires_grad is not True exactly when one of its inputs requires grad",
+            "set requires_grad on every result from its inputs (any of them requiring grad), and record the graph "
+            "only then", concept="requires_grad"),
+    Symptom("grad_not_none", "a leaf that does not require grad receives a gradient",
+            "skip inputs that do not require grad in backward: their .grad stays None", concept="requires_grad"),
+    Symptom("first_path", "a value used twice passes on only the first gradient that reaches it",
+            "walk the graph in reverse topological order, so a node passes its gradient on once, after every "
+            "consumer has added to it", concept="order"),
     Symptom("sign", "the gradient of {b} has the wrong sign: got -g where +g is right",
             "a flipped sign in this op's backward rule: check which operand carries the minus"),
     Symptom("missing", "{b} gets no gradient from this op",
@@ -66,6 +77,8 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "a constant in this op's backward rule is wrong (a missing or extra 1/n, 2, p ...)"),
     Symptom("per_element", "the gradient of {b} is off by a factor of {detail}",
             "an average divides by the number of elements it averages: its gradient does too"),
+    Symptom("missing_factor", "the gradient of {b} misses the factor {detail} of the derivative",
+            "write the derivative out as a product and check that the rule multiplies by every factor"),
     Symptom("transposed", "the gradient of {b} is transposed",
             "the shapes of a gradient and its input agree, but the rule hands back the transpose: write the rule "
             "out with index names to see which side the transpose belongs on"),
@@ -87,7 +100,7 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "over the axes the op stretched", concept="shapes"),
     Symptom("exponent", "the gradient of {b} uses the wrong power of {b}: {detail}",
             "d(x ** p)/dx = p * x ** (p - 1): check the exponent in the rule"),
-    Symptom("tied_all", "at a tie, every tied element of `{b}` receives the full gradient",
+    Symptom("tied_all", "at a tie, every tied element of {b} receives the full gradient",
             "a tie's gradient goes to one of the tied elements (torch: the first) or is split evenly; never the "
             "whole of it to each", concept="routing"),
     Symptom("wrong_rule", "the gradient of {b} is wrong, in no simple relation to the right one",
@@ -124,6 +137,8 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
     """(name, hint, concept) of a finding: ``a - b``: the gradient of ``b`` has the wrong sign."""
     spec = OPS.get(finding.op)
     symptom = SYMPTOMS[finding.symptom]
+    if finding.op == ENGINE:
+        return symptom.says[0].upper() + symptom.says[1:], symptom.hint, symptom.concept or "ops"
     names = [operand_name(finding.op, i) for i in range(len(spec.slots))] if spec else []
     syntax = spec.render(names, params) if spec else finding.op
     operand = operand_name(finding.op, finding.operand)
@@ -135,6 +150,12 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
 
 def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
     """Whether an engine with this wrong rule would get ``program`` wrong (so one that passes it lacks the rule)."""
+    if finding.symptom == "first_path" and len(program.steps) <= MAX_STEPS:
+        try:
+            grads = _first_path(program, _forward(program))
+        except (RuntimeError, ValueError, IndexError, TypeError):
+            return False
+        return any(not _close(grads.get(n), expected.grads[n]) for n in _targets(program, expected))
     if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > MAX_STEPS:
         return False
     kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
@@ -208,9 +229,15 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
         if step.name in got.values and not _close(got.values[step.name], expected.values[step.name]):
             return [Finding(step.op, None, "wrong_value")]
     targets = _targets(program, expected)
-    if not targets:
-        return []
     if all(_close(_as(got.grads.get(n), expected.grads[n]), expected.grads[n]) for n in targets):
+        # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
+        for step in program.steps:
+            flag = got.requires_grad.get(step.name)
+            if flag is not None and flag != expected.requires_grad.get(step.name):
+                return [Finding(ENGINE, None, "requires_grad_flag")]
+        for leaf in program.leaves:
+            if not leaf.raw and not leaf.requires_grad and isinstance(got.grads.get(leaf.name), torch.Tensor):
+                return [Finding(ENGINE, None, "grad_not_none")]
         return [f for f in [_dtype(program, got, targets)] if f is not None]
     found: list[Finding] = []
     for mutation in _mutations(program):
@@ -224,7 +251,46 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
                 finding = Finding(op, slot, symptom, _detail(mutation), mutation[3])
         if finding is not None and finding not in found:
             found.append(finding)
+    if not found:
+        try:
+            first = _first_path(program, _forward(program))
+        except (RuntimeError, ValueError, IndexError, TypeError):
+            first = None
+        if first is not None and _matches(first, got, targets):
+            found.append(Finding(ENGINE, None, "first_path"))
     return found
+
+
+def _first_path(program: Program, values: dict[str, Any]) -> dict[str, Any]:
+    """Leaf gradients of an engine that recurses into each input as soon as it has a gradient and passes a
+    node on only once: the first path to reach a shared value is the only one that goes further."""
+    steps = {s.name: s for s in program.steps}
+    tracked = {leaf.name for leaf in program.leaves if leaf.requires_grad and not leaf.raw}
+    for step in program.steps:
+        if any(isinstance(a, str) and a in tracked for a in step.args):
+            tracked.add(step.name)
+    out = values[program.output]
+    upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
+    leaves: dict[str, torch.Tensor] = {}
+    done: set[str] = set()
+
+    def visit(name: str, g: torch.Tensor) -> None:
+        if name not in steps:
+            leaves[name] = g if name not in leaves else leaves[name] + g
+            return
+        if name in done:
+            return
+        done.add(name)
+        step = steps[name]
+        slots = [i for i, a in enumerate(step.args) if isinstance(a, str) and a in tracked]
+        local = _vjp(step.spec, step.param_dict(), [values[a] if isinstance(a, str) else a for a in step.args], g,
+                     slots)
+        for i in slots:
+            if local[i] is not None:
+                visit(step.args[i], local[i])
+
+    visit(program.output, upstream)
+    return {leaf.name: leaves.get(leaf.name) for leaf in program.leaves}
 
 
 def _raised_in_forward(program: Program, got: Any) -> Finding | None:
@@ -245,7 +311,8 @@ def _dtype(program: Program, got: Any, targets: list[str]) -> Finding | None:
     """Right values in the wrong dtype: charged to the op nearest the leaf."""
     for name in targets:
         grad_dtype, data_dtype = got.dtype("grads", name), got.dtype("leaf_data", name)
-        if grad_dtype and data_dtype and grad_dtype != data_dtype:
+        # Only a gradient that loses values fails a check (another float dtype is a convention).
+        if grad_dtype and data_dtype and grad_dtype != data_dtype and not grad_dtype.startswith(("float", "bfloat")):
             step = next((s for s in program.steps if name in s.args), None)
             if step is not None:
                 return Finding(step.op, step.args.index(name), "dtype", grad_dtype)
@@ -264,11 +331,14 @@ def _mutations(program: Program) -> list[Mutation]:
     out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
     out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
     out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
+    out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
     out += [(op, slot, "scaled", None) for op, slot in ops]
     return out
 
 
 def _detail(mutation: Mutation) -> str:
+    if mutation[2] == "missing_factor":
+        return mutation[3]
     if mutation[2] == "wrong_axis":
         return f"axis {mutation[3]}"
     if mutation[2] == "exponent":
@@ -427,6 +497,11 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
         if tuple(g.shape) == tuple(d.shape):
             raise ValueError("the result has the operand's shape")
         out[slot] = d.reshape(g.shape) if d.numel() == g.numel() else g
+    elif kind == "missing_factor":
+        factor = _FACTORS[(step.op, slot)][mutation[3]](operands, values[step.name])
+        if not bool((factor != 0).all()):
+            raise ValueError("a zero factor")
+        out[slot] = d / factor
     elif kind == "exponent":
         p = params.get("p")
         out[slot] = g * p * x ** (p - 1 + mutation[3])
@@ -477,6 +552,15 @@ def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right
         raise ValueError("that is the right axis")
     return summed
 
+
+_FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], torch.Tensor]]]] = {
+    ("sigmoid", 0): {"(1 - y)": lambda o, y: 1 - y, "y": lambda o, y: y},
+    ("tanh", 0): {"(1 + y)": lambda o, y: 1 + y, "(1 - y)": lambda o, y: 1 - y},
+    ("div", 1): {"1/b": lambda o, y: 1 / o[1], "a": lambda o, y: o[0]},
+    ("div", 0): {"1/b": lambda o, y: 1 / o[1]},
+    ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
+}
+"""The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
 
 _OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {
     "exp": lambda y: y,
