@@ -50,6 +50,8 @@ class GradeOptions:
     """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
     levels: tuple[str, ...] = ()
     """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
+    follow_links: bool = True
+    """Whether a submission file may be a symbolic link: a batch's never may (its candidates chose the files)."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name, scan=scan)
+        return read_submission(path, options.class_name, scan=scan, follow_links=options.follow_links)
     except Unrunnable as exc:
         return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
                        Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",
@@ -290,6 +292,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
                                sha256=sha256)
     module_name = path.stem if path.stem.isidentifier() else "solution"
+    sandbox.provide_source(path, submission.text)
     shared = Shared(deadline=started + options.time_limit)
 
     def new_context() -> Context:

@@ -109,7 +109,8 @@ def _options(values: dict, isolation: str):
     return GradeOptions(level=values["level"], seed=values["seed"], class_name=values["class_name"],
                         specs=specs + only, replace_specs=specs_replaced(specs, only), rubric=values["rubric"],
                         max_examples=values["max_examples"],
-                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation)
+                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation,
+                        follow_links=False)
 
 
 def _check_settings(options) -> None:

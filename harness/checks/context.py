@@ -28,6 +28,7 @@ from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, 
 from harness.integrity.evidence import from_reply
 from harness.program import Outcome, Program, Step, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
+from harness.report.safety import one_line
 
 __all__ = ["Context", "Observation", "Evidence", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted",
            "DEFAULT_PARTS", "judge", "scalar_root"]
@@ -143,22 +144,24 @@ def describe_error(error: dict[str, Any]) -> str:
     """An exception from the candidate's code, with its place: the graph node and the submission's line.
 
     ``RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x4 and 3x4), in backward of
-    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``.
+    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``. One line whatever the worker sent:
+    its newlines and control characters are shown as escapes, so it cannot draw lines of a report.
     """
-    where = str(error.get("where", ""))
-    text = f"{error.get('type', 'Exception')}: {error.get('message', '')}".strip()
+    where = one_line(str(error.get("where", "")))
+    kind, message = one_line(str(error.get("type", "Exception"))), one_line(str(error.get("message", "")))
+    text = f"{kind}: {message}".strip()
     if error.get("type") == "NotImplementedError":
-        text = f"not implemented ({error.get('message') or 'NotImplementedError'})"
+        text = f"not implemented ({message or 'NotImplementedError'})"
     node = error.get("node")
     if node and where == "backward":
-        text += f", in backward of `{node}`"
+        text += f", in backward of `{one_line(str(node))}`"
     elif node and where.startswith("forward"):
-        text += f", in forward at `{node}`"
+        text += f", in forward at `{one_line(str(node))}`"
     elif where:
         text += f" [in {where}]"
     if error.get("line"):
         source = error.get("source_line")
-        text += f" (line {error['line']}" + (f": {source})" if source else ")")
+        text += f" (line {error['line']}" + (f": {one_line(str(source))})" if source else ")")
     return text
 
 

@@ -499,6 +499,11 @@ class Sandbox:
         worker.hello = worker.receive(self.limits.import_seconds, "importing the submission", hello=True)
         return worker
 
+    def provide_source(self, path: Path, text: str) -> None:
+        """The text the workers import for ``path``: what the grader read and judged (a notebook's code
+        cells, a file read once under its size cap), never the file read again."""
+        self._sources[str(path)] = text
+
     def _source(self, path: Path) -> str:
         # Read once: every worker of a grade imports the same text, even if the file changes meanwhile.
         key = str(path)
