@@ -166,7 +166,7 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
     in ``scratch``.
     """
     try:
-        zf = _open_zip(archive)
+        zf, bad_names = _open_zip(archive)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise HarnessError(f"{archive}: cannot open the zip: {exc}") from None
     with zf:
@@ -207,7 +207,7 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
                                         f"the zip holds both a file and a folder named {label(name)}"))
                 continue
             problem = _unpack(zf, [(parts, members[parts]) for parts in sorted(parts_list)], files, prefix,
-                              scratch, caps)
+                              scratch, caps, bad_names)
             if problem:
                 _remove(scratch / name)
                 found.append(Submission(name if is_folder else stem, None, origin, problem))
@@ -221,7 +221,7 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
 
 
 def _unpack(zf: zipfile.ZipFile, members: list[tuple[tuple[str, ...], zipfile.ZipInfo]], files: set[tuple[str, ...]],
-            prefix: tuple[str, ...], scratch: Path, caps: _Caps) -> str:
+            prefix: tuple[str, ...], scratch: Path, caps: _Caps, bad_names: set[str]) -> str:
     """Unpack one submission's members; the first reason one cannot be, or "" when all were."""
     if len(members) > SUBMISSION_MEMBERS:
         return f"the zip holds {len(members):,} files for this submission (at most {SUBMISSION_MEMBERS:,})"
@@ -233,7 +233,7 @@ def _unpack(zf: zipfile.ZipFile, members: list[tuple[tuple[str, ...], zipfile.Zi
         where = label("/".join(parts))
         if any(len(p) > NAME_CHARS for p in parts) or any(parts[:i] in files for i in range(1, len(parts))):
             return f"cannot unpack {where} from the zip: its name is too long or clashes with another member's"
-        if getattr(info, "bad_name", False):
+        if info.orig_filename in bad_names:
             return f"cannot unpack {where} from the zip: its name is marked UTF-8 but is not"
         if stat.S_ISLNK(info.external_attr >> 16):
             return f"cannot unpack {where} from the zip: it is a symbolic link, which a batch never follows"
@@ -315,9 +315,10 @@ class _Names(io.RawIOBase):
         super().close()
 
 
-def _open_zip(archive: Path) -> zipfile.ZipFile:
+def _open_zip(archive: Path) -> tuple[zipfile.ZipFile, set[str]]:
+    """The open archive, and the names of its members flagged UTF-8 that are not (read as cp437)."""
     try:
-        return zipfile.ZipFile(archive)
+        return zipfile.ZipFile(archive), set()
     except UnicodeDecodeError:
         pass
     raw = open(archive, "rb")
@@ -346,9 +347,7 @@ def _open_zip(archive: Path) -> zipfile.ZipFile:
     except BaseException:
         raw.close()
         raise
-    for info in zf.infolist():
-        info.bad_name = info.orig_filename in bad
-    return zf
+    return zf, bad
 
 
 def _size(n: int) -> str:

@@ -129,7 +129,7 @@ def combine(first: Report, rest: Report) -> Report:
         levels = {level: {**v, "score": 0.0} for level, v in levels.items()}
         checks = tuple(dataclasses.replace(c, points=0.0) for c in checks)
         if interview:
-            interview["passed"] = False
+            interview.update(passed=False, core_score=0.0)
     needs_review = bool(first.integrity_review or rest.integrity_review)
     if interview and needs_review and not interview.get("needs_review"):
         interview.update(passed=False, needs_review=True)

@@ -24,7 +24,7 @@ import click
 
 from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
-from harness.report.safety import markdown_fence, markdown_inline, one_line, printable
+from harness.report.safety import markdown_code, markdown_fence, markdown_inline, one_line, printable
 
 __all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
 
@@ -294,7 +294,7 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
             if cause.get("snippet"):
                 lines += ["   " + line for line in markdown_fence(cause["snippet"], "python")] + [""]
             if checks:
-                lines += ["   Explains: " + ", ".join(f"`{markdown_inline(c)}`" for c in checks), ""]
+                lines += ["   Explains: " + ", ".join(markdown_code(c) for c in checks), ""]
     rows = concept_table(report)
     if rows:
         lines += ["", "### Concepts", "", "| level | concept | passed | failed | not attempted |",
@@ -310,7 +310,7 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
                   "| level | check | outcome | points | note |", "|---|---|---|---:|---|"]
         for c in report.checks:
             note = markdown_inline(c.message) if c.outcome != "passed" else ""
-            lines.append(f"| {c.level} | `{markdown_inline(c.id)}` | {c.outcome} | "
+            lines.append(f"| {c.level} | {markdown_code(c.id)} | {c.outcome} | "
                          f"{c.points:.1f}/{c.max_points:.1f} | {note} |")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["printable", "one_line", "markdown_inline", "markdown_fence"]
+__all__ = ["printable", "one_line", "markdown_inline", "markdown_code", "markdown_fence"]
 
 # C0 controls but tab and newline, DEL, C1 controls; the Unicode format characters that
 # reorder, join or hide text (bidirectional marks, zero-width characters, invisible tags);
@@ -41,6 +41,16 @@ def markdown_inline(text: str) -> str:
     flat = printable(text).replace("\r", " ").replace("\n", " ").replace("&", "&amp;")
     escaped = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), flat)
     return _MARKDOWN_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped)
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as an inline code span on one line (backslashes show as they are inside one, so nothing
+    but the table's ``|`` is escaped); its backticks cannot close the span."""
+    body = one_line(text).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{tick}{pad}{body}{pad}{tick}"
 
 
 def markdown_fence(text: str, language: str = "") -> list[str]:
