@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 __all__ = ["batch"]
 
 SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name", "max_examples", "time_limit",
-                  "memory_mb")
+                  "memory_mb", "visibility")
 """Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli)."""
 
 
@@ -44,7 +44,10 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
     summary.csv and report.html."""
     from harness.batch.collect import collect
     from harness.batch.runner import BatchInterrupted, Outputs, check_outdir, run_batch, settings_record
+    from harness.cli import visibility_rules
     from harness.sandbox import SandboxUnavailable, bubblewrap_missing
+
+    visibility = visibility_rules(grade_options.pop("visibility", ()))
 
     missing = bubblewrap_missing()
     if missing and not allow_basic_isolation and scheduler is None:
@@ -70,7 +73,8 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
 
         _settle_after_imports()
         progress = Progress(len(submissions))
-        outputs = Outputs(gradescope=gradescope, junit=junit, similarity_threshold=similarity_threshold)
+        outputs = Outputs(gradescope=gradescope, junit=junit, similarity_threshold=similarity_threshold,
+                          visibility=visibility)
         run, failure = None, ""
         try:
             run = run_batch(submissions, pool, outdir, settings, resume=resume, outputs=outputs,

@@ -27,7 +27,7 @@ from harness.errors import HarnessError
 from harness.grade import GradeOptions
 from harness.report.files import write_atomic
 from harness.report.html import render_html
-from harness.report.tables import gradescope_results, render_csv, render_junit, summarise
+from harness.report.tables import gradescope_results, parse_visibility, render_csv, render_junit, summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
@@ -46,10 +46,13 @@ class Outputs:
     junit: Path | None = None
     similarity_threshold: float | None = None
     """None: the earlier run's threshold on a resume, else THRESHOLD."""
+    visibility: tuple[tuple[str, str], ...] = ()
+    """Gradescope visibility rules (``tables.parse_visibility``); none: the earlier run's on a resume."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"gradescope": self.gradescope, "junit": str(Path(self.junit).absolute()) if self.junit else None,
-                "similarity_threshold": self.similarity_threshold}
+                "similarity_threshold": self.similarity_threshold,
+                "visibility": [f"{pattern}={value}" for pattern, value in self.visibility]}
 
 
 def resolve_outputs(outdir: Path, asked: Outputs, earlier: bool) -> tuple[Outputs, list[str]]:
@@ -67,7 +70,12 @@ def resolve_outputs(outdir: Path, asked: Outputs, earlier: bool) -> tuple[Output
     before_threshold = previous.get("similarity_threshold")
     if not isinstance(before_threshold, (int, float)) or isinstance(before_threshold, bool):
         before_threshold = None
+    try:
+        before_visibility = parse_visibility([str(rule) for rule in previous.get("visibility") or []])
+    except (ValueError, TypeError):
+        before_visibility = ()
     outputs = Outputs(
+        visibility=asked.visibility or before_visibility,
         gradescope=asked.gradescope or previous.get("gradescope") is True,
         junit=asked.junit if asked.junit is not None else (Path(before_junit) if before_junit else None),
         similarity_threshold=(asked.similarity_threshold if asked.similarity_threshold is not None
@@ -85,6 +93,8 @@ def resolve_outputs(outdir: Path, asked: Outputs, earlier: bool) -> tuple[Output
         changed.append(f"JUnit file {before_junit} -> {Path(asked.junit).absolute()}")
     if asked.gradescope and earlier and previous and previous.get("gradescope") is not True:
         changed.append("Gradescope results added")
+    if asked.visibility and earlier and asked.visibility != before_visibility:
+        changed.append("Gradescope visibility rules")
     if before_threshold is not None and outputs.similarity_threshold != before_threshold:
         changed.append(f"similarity threshold {before_threshold:g} -> {outputs.similarity_threshold:g}")
     if changed:
@@ -271,5 +281,6 @@ def write_summaries(submissions: Sequence[Submission], finished: Mapping[str, Gr
         for sid, report in reports.items():
             folder = outdir / "gradescope" / sid
             folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(folder / "results.json", json.dumps(gradescope_results(report), indent=2) + "\n")
+            write_atomic(folder / "results.json",
+                         json.dumps(gradescope_results(report, outputs.visibility), indent=2) + "\n")
     return BatchRun(summary, reports)
