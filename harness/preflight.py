@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from harness import notebooks
 from harness.errors import HarnessError
 from harness.integrity import Findings, inspect_source
 
@@ -32,6 +33,8 @@ class Submission:
     text: str
     sha256: str
     findings: Findings
+    note: str = ""
+    """How the source was read when it was not simply the file (a notebook's code cells)."""
 
 
 class Unrunnable(Exception):
@@ -56,6 +59,13 @@ def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True
     path = Path(path)
     raw = read_capped(path, MAX_SOURCE_BYTES, follow_links=follow_links)
     sha256 = hashlib.sha256(raw).hexdigest()
+    note = ""
+    if path.suffix == notebooks.SUFFIX:
+        try:
+            text, note = notebooks.notebook_source(raw)
+        except ValueError as exc:
+            raise HarnessError(f"{path}: {exc}") from None
+        raw = text.encode("utf-8", errors="surrogatepass")
     try:
         if b"\0" in raw:
             raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), raw.index(b"\0") + 1, "NUL byte")
@@ -65,14 +75,14 @@ def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True
     try:
         tree = ast.parse(text, str(path))
     except SyntaxError as exc:
-        if path.suffix != ".py":
+        if path.suffix not in (".py", notebooks.SUFFIX):
             raise HarnessError(f"{path}: not a Python source file ({exc.msg} at line {exc.lineno})") from None
         raise Unrunnable(_syntax_message(exc), sha256) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise Unrunnable(f"the source cannot be parsed: {type(exc).__name__}", sha256) from None
     if not tree.body:
         raise Unrunnable(f"the submission is empty: it defines no class named {class_name!r}", sha256)
-    return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings())
+    return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings(), note)
 
 
 def read_capped(path: Path, cap: int, *, follow_links: bool = True) -> bytes:

@@ -39,8 +39,8 @@ NAME_CHARS = 255
 """Longest name of one file or folder in a zip (a path's part), as most file systems allow."""
 _IGNORED = re.compile(r"^(\.|__pycache__$|__MACOSX$)")
 _UNSAFE = re.compile(r"[^\w.-]+")
-_NOT_PYTHON = "not a Python file: a submission is a .py file, or a folder holding its entry file"
-_SOURCE_SUFFIXES = (".py",)
+_NOT_PYTHON = "not a Python file: a submission is a .py file or a notebook, or a folder holding its entry file"
+_SOURCE_SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ class Report:
     isolation_note: str = ""
     """Why the isolation is only basic, when it is."""
     source_sha256: str = ""
+    source_note: str = ""
+    """How the source was read when it was not simply the file: a notebook's code cells, what was left out."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report. The fields of the published contract always exist; others may be added."""
@@ -88,6 +90,7 @@ class Report:
             "isolation": self.isolation,
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
+            "source_note": self.source_note,
             "seed": self.seed,
             "output": self.output,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -144,6 +147,7 @@ def combine(first: Report, rest: Report) -> Report:
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
         root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
+        source_note=first.source_note,
     )
 
 

@@ -72,6 +72,8 @@ def _header(report: Report, style: Callable[..., str]) -> list[str]:
     lines = [style(f"grade {one_line(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
     if report.isolation_note:
         lines.append(style(f"  basic isolation: {printable(report.isolation_note)}", fg="yellow"))
+    if report.source_note:
+        lines.append(f"  {one_line(report.source_note)}")
     if report.status in ("error", "timeout"):
         message = printable(report.message).splitlines() or [""]
         lines.append(style(f"could not be graded ({report.status}): {message[0]}", fg="red"))
@@ -332,6 +334,8 @@ def _markdown_summary(report: Report) -> list[str]:
     levels = " · ".join(f"{level} {v['score']:.1f}/{v['max_score']:.1f}" for level, v in report.levels.items())
     if levels:
         lines += [f"Levels: {levels}", ""]
+    if report.source_note:
+        lines += [f"Source: {markdown_inline(report.source_note)}", ""]
     if report.message:
         lines += [f"> {markdown_inline(report.message)}", ""]
     return lines

@@ -18,6 +18,7 @@ from typing import Any, Final
 import torch
 
 from harness.compare import DEFAULT_TOLERANCE, Tolerance, compare, tolerance_for, unravel
+from harness import notebooks
 from harness.program import Outcome, Program
 from harness.report.safety import one_line
 
@@ -79,6 +80,8 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
 def _import_lines(path: Path, class_name: str) -> list[str]:
     """The submission imported from its own file and nothing else: no folder goes on ``sys.path``, so a
     module lying beside it (another candidate's, in a flat folder) is never imported by the snippet."""
+    if path.suffix == notebooks.SUFFIX:
+        return notebooks.import_lines(str(path.resolve()), class_name)
     return [f"_spec = importlib.util.spec_from_file_location('solution_under_test', {str(path.resolve())!r})",
             "_module = importlib.util.module_from_spec(_spec)", "_spec.loader.exec_module(_module)",
             f"{class_name} = _module.{class_name}"]

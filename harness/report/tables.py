@@ -236,13 +236,13 @@ def _visibility(check: Mapping[str, Any], rules: Sequence[tuple[str, str]]) -> s
     return chosen
 
 
-_SNIPPET_PATH = re.compile(r"(spec_from_file_location\('solution_under_test', )(['\"])(.*?)\2\)")
+_SNIPPET_PATH = re.compile(r"(spec_from_file_location\('solution_under_test', |json\.load\(open\()(['\"])(.*?)\2")
 
 
 def relative_snippets(text: str) -> str:
     """Snippets that import the submission by its file name, as the student has it, instead of by the
     grading machine's path."""
-    return _SNIPPET_PATH.sub(lambda m: f"{m.group(1)}{os.path.basename(m.group(3))!r})", text)
+    return _SNIPPET_PATH.sub(lambda m: f"{m.group(1)}{os.path.basename(m.group(3))!r}", text)
 
 
 def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:

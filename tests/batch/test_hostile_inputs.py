@@ -61,6 +61,18 @@ class Finished:
         self.output = done.stdout + done.stderr
 
 
+def notebook(source: str) -> dict:
+    """A notebook holding ``source`` in a code cell between IPython magics and shell lines, as Jupyter saves it."""
+    return {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# My engine\n"]},
+                      {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+                       "source": ["%matplotlib inline\n", "!pip install torch\n", "import torch"]},
+                      {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 2,
+                       "source": source.splitlines(True)},
+                      {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 3,
+                       "source": ["%%time\n", "Tensor(torch.ones(2)).sum().backward()\n"]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
 def invoke(*args) -> Finished:
     """``grade`` in a process of its own, stopped after a few minutes: a defence that fails (a FIFO
     that blocks, a device read without end) fails the test instead of hanging the suite."""
@@ -88,6 +100,7 @@ def folder_batch(host, tmp_path_factory):
     # bob imports graphlib; mallory's graphlib.py lies beside him in the flat folder
     (subs / "bob.py").write_text("import graphlib  # noqa\n" + (SOLUTIONS / "overwrite_grad.py").read_text())
     (subs / "graphlib.py").write_text(SHADOW)
+    (subs / "nb.ipynb").write_text(json.dumps(notebook((SOLUTIONS / "overwrite_grad.py").read_text())))
     (subs / "inject.py").write_text((SOLUTIONS / "correct_core.py").read_text() + INJECTION)
     (subs / "secret.py").symlink_to(host / "secret.txt")
     (subs / "model.py").symlink_to(MODEL)
@@ -150,6 +163,7 @@ FOLDER_ROWS = {
     "bob": ("graded", ""),
     "graphlib": ("error", ""),
     "inject": ("graded", ""),
+    "nb": ("graded", ""),
     "secret": ("error", "a symbolic link"),
     "model": ("error", "a symbolic link"),
     "hostdir": ("error", "a symbolic link"),
@@ -239,15 +253,30 @@ def test_worker_text_cannot_draw_lines_of_any_output(folder_batch):
 
 def test_a_snippet_imports_only_its_own_file(folder_batch, tmp_path):
     subs, out, _, _, _ = folder_batch
-    report = json.loads((out / "results" / "bob.json").read_text())
-    snippets = [c["details"]["snippet"] for c in report["checks"] if c["details"].get("snippet")]
-    assert snippets and all("sys.path" not in s for s in snippets)
+    snippets = {}
+    for sid in ("bob", "nb"):
+        report = json.loads((out / "results" / f"{sid}.json").read_text())
+        found = [c["details"]["snippet"] for c in report["checks"] if c["details"].get("snippet")]
+        assert found and all("sys.path" not in s for s in found)
+        snippets[sid] = found[0]
     # Run from a folder of the interviewer's: bob's `import graphlib` must find the standard
-    # library's, never mallory's module lying beside bob's file.
-    done = subprocess.run([sys.executable, "-"], input=snippets[0], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
-    assert "AssertionError" in done.stderr, done.stderr[-2000:]
+    # library's, never mallory's module lying beside bob's file. The notebook's snippet loads its
+    # code cells without Jupyter.
+    runner = ("import json, sys\nfor text in json.load(sys.stdin):\n    try:\n        exec(text, {})\n"
+              "    except BaseException as exc:\n        print(type(exc).__name__)\n    else:\n        print('ran')\n")
+    done = subprocess.run([sys.executable, "-c", runner], input=json.dumps(list(snippets.values())), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["AssertionError", "AssertionError"], done.stderr[-2000:]
     assert not (subs / "SHADOW_RAN").exists()
+
+
+def test_a_notebook_is_graded_from_its_code_cells(folder_batch):
+    _, out, _, _, _ = folder_batch
+    nb, bob = (json.loads((out / "results" / f"{sid}.json").read_text()) for sid in ("nb", "bob"))
+    assert nb["source_note"] == ("graded from the notebook's code cells; left out: 1 cell of IPython magic (%%), "
+                                 "2 magic or shell lines (% or !)")
+    assert nb["score"] == bob["score"] > 0  # the same engine as bob's file
+    assert [c["outcome"] for c in nb["checks"]] == [c["outcome"] for c in bob["checks"]]
 
 
 def test_a_zip_of_traps_is_graded_row_by_row(zip_batch):
