@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from harness import __version__
 from harness.ops import LEVELS
+from harness.report.safety import printable
 
 __all__ = ["render_html"]
 
@@ -152,8 +153,8 @@ _CSP = (f"default-src 'none'; script-src {_csp_hash(_SCRIPT)}; style-src {_csp_h
 
 
 def e(value: Any) -> str:
-    """Escaped text, for an element's content or a quoted attribute."""
-    return html.escape(str(value), quote=True)
+    """Escaped text, for an element's content or a quoted attribute: markup and control characters alike."""
+    return html.escape(printable(str(value)), quote=True)
 
 
 def render_html(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]) -> str:

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.ops import LEVELS
+from harness.report.safety import printable
 
 __all__ = ["summarise", "summary_row", "render_csv", "render_junit", "gradescope_results", "gradescope_output",
            "parse_visibility", "relative_snippets", "CSV_COLUMNS", "VISIBILITIES"]
@@ -261,7 +262,7 @@ def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str
             "score": c["points"],
             "max_score": c["max_points"],
             "status": "passed" if c["outcome"] == "passed" else "failed",
-            "output": relative_snippets(text),
+            "output": relative_snippets(printable(text)),
             "output_format": "text",
             "visibility": _visibility(c, visibility),
             "tags": [c["level"], c["concept"]],
@@ -269,7 +270,7 @@ def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str
     return {
         "score": report["score"],
         "max_score": report["max_score"],
-        "output": relative_snippets(gradescope_output(report)),
+        "output": relative_snippets(printable(gradescope_output(report))),
         "output_format": "text",
         "test_output_format": "text",
         "visibility": "visible",
