@@ -268,10 +268,14 @@ def _unpack(zf: zipfile.ZipFile, members: list[tuple[tuple[str, ...], zipfile.Zi
 
 def _remove(path: Path) -> None:
     """Take away what a refused submission had unpacked (never following a link out of the scratch folder)."""
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-    elif path.is_dir():
+    try:
+        info = path.lstat()
+    except OSError:  # never made (a name too long, a clash): nothing to take away
+        return
+    if stat.S_ISDIR(info.st_mode):
         shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 class _Names(io.RawIOBase):

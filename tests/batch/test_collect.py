@@ -104,3 +104,29 @@ def test_what_is_not_a_batch_is_a_usage_error(tmp_path):
         with pytest.raises(HarnessError) as err:
             collect(path, "solution.py", tmp_path / "s")
         assert str(err.value) == message
+
+
+def test_caps_apply_while_unpacking_and_leave_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect_module, "SUBMISSION_BYTES", 3000)
+    monkeypatch.setattr(collect_module, "ARCHIVE_BYTES", 5000)
+    monkeypatch.setattr(collect_module, "ARCHIVE_MEMBERS", 6)
+    archive = _zip(tmp_path / "subs.zip", {
+        "a/solution.py": b"#" * 1000, "a/big.bin": b"\0" * 2500,  # over its submission's 3000 bytes
+        "b/solution.py": b"#" * 2000, "c/solution.py": b"#" * 2000,  # b fits; c would pass the zip's 5000
+        "d.py": b"", "e.py": b"", "f.py": b"", "g.py": b"",  # the fourth one past the zip's 6 files
+    })
+    scratch = tmp_path / "s"
+    rows = {s.id: s.problem for s in collect(archive, "solution.py", scratch)}
+    assert rows == {
+        "a": "cannot unpack a/solution.py from the zip: the submission unpacks to more than 2 KiB",
+        "b": "", "d": "", "e": "",
+        "c": "not unpacked: the zip unpacks to more than 4 KiB in all",
+        "f": "not unpacked: the zip holds more than 6 files in all",
+        "g": "not unpacked: the zip holds more than 6 files in all",
+    }
+    assert sorted(p.relative_to(scratch).as_posix() for p in scratch.rglob("*")) == ["b", "b/solution.py", "d.py",
+                                                                                    "e.py"]
+    long = _zip(tmp_path / "long.zip", {"x" * 256 + ".py": b"", "ok.py": b""})
+    assert [(s.id, s.problem) for s in collect(long, "solution.py", tmp_path / "s2")] == [
+        ("ok", ""), ("x" * 100, f"cannot unpack {'x' * 256}.py from the zip: its name is too long or clashes with "
+                                "another member's")]

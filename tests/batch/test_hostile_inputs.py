@@ -130,7 +130,7 @@ def _zip_with_traps(path: Path) -> Path:
         zf.writestr("notes", "a file")
         zf.writestr("notes\\draft.txt", "a member whose folder is that file")
         zf.writestr("zeros/solution.py", "")
-        for i in range(130):
+        for i in range(8):  # 32 MiB of zeros in 130 KB: twice a submission's cap
             zf.writestr(f"zeros/pad{i}.bin", bytes(4 * 2**20))
         zf.writestr("badname\u00e9.py", "")  # its UTF-8 name is spoilt below
         many = zipfile.ZipInfo("many/solution.py")
@@ -289,3 +289,17 @@ def test_a_zip_of_traps_is_graded_row_by_row(zip_batch):
     unpacked = [p for p in (out / "sources").rglob("*") if p.is_file()] if (out / "sources").exists() else []
     assert sum(p.stat().st_size for p in unpacked) < collect_module.SUBMISSION_BYTES
     assert not (out / "sources" / "zeros").exists() and not (out / "sources" / "many").exists()
+
+
+def test_grade_file_reads_no_pipe_nor_more_than_the_cap(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    os.mkfifo(tmp_path / "fifo.py")
+    with open(tmp_path / "sparse.py", "wb") as f:
+        f.truncate(40 * 2**30)
+    for name, message in [("fifo.py", "not a regular file (a pipe, device or socket is never read)"),
+                          ("sparse.py", "42,949,672,960 bytes is too large for a submission (at most 1,048,576)")]:
+        result = CliRunner().invoke(main, [str(tmp_path / name)])
+        assert (result.exit_code, result.stderr) == (2, f"error: {tmp_path / name}: {message}\n")
