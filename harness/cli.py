@@ -109,6 +109,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     from harness.report.render import RENDERERS
 
     rules = visibility_rules(visibility)
+    if watch and fmt == "gradescope":
+        raise click.BadParameter("--watch shows the text, JSON or Markdown report", param_hint="--format")
     if fmt == "gradescope":  # Gradescope shows the student a results.json, whatever goes wrong
         click.get_current_context().meta["harness.gradescope"] = True
     isolation = "sandbox" if require_sandbox else "auto"

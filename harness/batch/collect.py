@@ -202,7 +202,7 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
                 found.append(Submission(stem, None, f"{archive}:{here}", _NOT_PYTHON))
                 continue
             origin = f"{archive}:{here}" + ("" if not is_folder else f"/{label(entry)}")
-            if is_folder and (name, False) in groups or not is_folder and (name, True) in groups:
+            if (name, not is_folder) in groups:
                 found.append(Submission(name if is_folder else stem, None, origin,
                                         f"the zip holds both a file and a folder named {label(name)}"))
                 continue

@@ -135,8 +135,7 @@ class _Prune:
         kept: list[ast.stmt] = []
         for stmt in block:
             replaced = self._statement(stmt)
-            if replaced is not [stmt]:
-                self.changed = self.changed or replaced != [stmt]
+            self.changed = self.changed or replaced != [stmt]
             kept += replaced
             if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
                 self.changed = self.changed or stmt is not block[-1]
