@@ -61,13 +61,14 @@ def _text(source: Any) -> str:
 
 
 def import_lines(path: str, class_name: str) -> list[str]:
-    """Snippet lines that load a notebook's code cells as a module (as the grade read them), without Jupyter."""
+    """Snippet lines that load a notebook's code cells (as the grade read them) without Jupyter, and torch."""
     return [
-        "import json, types",
-        f"_cells = json.load(open({path!r}, encoding='utf-8'))['cells']",
-        "_code = [''.join(c['source']) for c in _cells if c['cell_type'] == 'code']",
-        "_module = types.ModuleType('solution_under_test')",
+        "import json",
+        "import torch",
+        f"_code = [''.join(c['source']) for c in json.load(open({path!r}, encoding='utf-8'))['cells'] "
+        "if c['cell_type'] == 'code']",
+        "_namespace = {'__name__': 'solution_under_test'}",
         "exec('\\n'.join(l for s in _code if not s.lstrip().startswith('%%') for l in s.splitlines()"
-        " if not l.lstrip().startswith(('%', '!'))), _module.__dict__)",
-        f"{class_name} = _module.{class_name}",
+        " if not l.lstrip().startswith(('%', '!'))), _namespace)",
+        f"{class_name} = _namespace[{class_name!r}]",
     ]

@@ -189,8 +189,8 @@ def _check_line(c: CheckResult, style: Callable[..., str]) -> str:
 
 
 def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
-    message = c.message.splitlines() or [""]
-    out = [f"         {printable(message[0])}", *(f"         | {printable(line)}" for line in message[1:])]
+    message = c.message.splitlines()
+    out = [f"         {'| ' if i else ''}{printable(line)}" for i, line in enumerate(message)]
     d = c.details
     if d.get("snippet"):
         out.append(style("         reproduce:", bold=True))

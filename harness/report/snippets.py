@@ -41,7 +41,7 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     or hung) the snippet ends with the call that fails.
     """
     expected = expected or program.run_torch()
-    lines = ["import importlib.util", "import torch", *_import_lines(Path(submission), class_name), ""]
+    lines = [*_import_lines(Path(submission), class_name), ""]
     budget = MAX_NUMBERS
     for leaf in program.leaves:
         literal = _tensor_literal(leaf.value)
@@ -82,9 +82,7 @@ def _import_lines(path: Path, class_name: str) -> list[str]:
     module lying beside it (another candidate's, in a flat folder) is never imported by the snippet."""
     if path.suffix == notebooks.SUFFIX:
         return notebooks.import_lines(str(path.resolve()), class_name)
-    return [f"_spec = importlib.util.spec_from_file_location('solution_under_test', {str(path.resolve())!r})",
-            "_module = importlib.util.module_from_spec(_spec)", "_spec.loader.exec_module(_module)",
-            f"{class_name} = _module.{class_name}"]
+    return ["import runpy", "import torch", f"{class_name} = runpy.run_path({str(path.resolve())!r})[{class_name!r}]"]
 
 
 def _assertion(program: Program, observed: Any, expected: Outcome, tolerance: Tolerance | None) -> list[str]:

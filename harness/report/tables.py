@@ -237,7 +237,7 @@ def _visibility(check: Mapping[str, Any], rules: Sequence[tuple[str, str]]) -> s
     return chosen
 
 
-_SNIPPET_PATH = re.compile(r"(spec_from_file_location\('solution_under_test', |json\.load\(open\()(['\"])(.*?)\2")
+_SNIPPET_PATH = re.compile(r"(runpy\.run_path\(|json\.load\(open\()(['\"])(.*?)\2")
 
 
 def relative_snippets(text: str) -> str:
