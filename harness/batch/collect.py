@@ -41,6 +41,8 @@ _IGNORED = re.compile(r"^(\.|__pycache__$|__MACOSX$)")
 _UNSAFE = re.compile(r"[^\w.-]+")
 _NOT_PYTHON = "not a Python file: a submission is a .py file or a notebook, or a folder holding its entry file"
 _SOURCE_SUFFIXES = (".py", ".ipynb")
+_MARKER = ".unpacked-by-grade-batch"
+"""In a folder that a batch unpacked a zip into: only such a folder is cleared before unpacking again."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,10 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
         zf, bad_names = _open_zip(archive)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise HarnessError(f"{archive}: cannot open the zip: {exc}") from None
+    if (scratch / _MARKER).is_file():
+        _remove(scratch)  # an earlier run's unpacking (a resume): unpacked again, from nothing
+    scratch.mkdir(parents=True, exist_ok=True)
+    (scratch / _MARKER).touch()
     with zf:
         members: dict[tuple[str, ...], zipfile.ZipInfo] = {}
         for info in zf.infolist():

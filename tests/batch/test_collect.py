@@ -59,6 +59,15 @@ def test_a_zip_of_a_folder_is_unwrapped(tmp_path):
     assert subs[1].path.read_bytes() == b"b = 2\n" and scratch in subs[1].path.parents
 
 
+def test_a_zip_unpacked_again_gives_the_same_rows(tmp_path):
+    # A resume unpacks the zip into the same folder: nothing of the earlier run is in the way.
+    archive = _zip(tmp_path / "subs.zip", {"ann.py": b"a = 1\n", "ben/solution.py": b"b = 2\n"})
+    first = collect(archive, "solution.py", tmp_path / "s")
+    (tmp_path / "s" / "stale.py").write_text("")
+    assert collect(archive, "solution.py", tmp_path / "s") == first and first[1].path.read_text() == "b = 2\n"
+    assert not (tmp_path / "s" / "stale.py").exists()
+
+
 def test_a_zip_of_one_folder_submission_is_not_unwrapped(tmp_path):
     archive = _zip(tmp_path / "one.zip", {"ann/solution.py": b"a = 1\n"})
     assert _rows(collect(archive, "solution.py", tmp_path / "s")) == [("ann", True, "")]
@@ -124,8 +133,8 @@ def test_caps_apply_while_unpacking_and_leave_nothing_behind(tmp_path, monkeypat
         "f": "not unpacked: the zip holds more than 6 files in all",
         "g": "not unpacked: the zip holds more than 6 files in all",
     }
-    assert sorted(p.relative_to(scratch).as_posix() for p in scratch.rglob("*")) == ["b", "b/solution.py", "d.py",
-                                                                                    "e.py"]
+    assert sorted(p.relative_to(scratch).as_posix() for p in scratch.rglob("*")) == [
+        ".unpacked-by-grade-batch", "b", "b/solution.py", "d.py", "e.py"]
     long = _zip(tmp_path / "long.zip", {"x" * 256 + ".py": b"", "ok.py": b""})
     assert [(s.id, s.problem) for s in collect(long, "solution.py", tmp_path / "s2")] == [
         ("ok", ""), ("x" * 100, f"cannot unpack {'x' * 256}.py from the zip: its name is too long or clashes with "
