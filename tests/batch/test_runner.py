@@ -235,3 +235,20 @@ def test_closing_the_pool_closes_running_sandboxes(fake, subs, tmp_path):
     assert time.monotonic() - started < 5
     assert all(s.closed.is_set() for s in sandboxes)
     assert "ann.py" in calls
+
+
+def test_a_zip_batch_resumes(fake, subs, tmp_path):
+    import zipfile
+
+    calls, _ = fake
+    archive = tmp_path / "subs.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(subs.iterdir()):
+            zf.write(path, path.name)
+    out = tmp_path / "out"
+    assert invoke(archive, "-o", out, "--level", "core").exit_code == 0
+    calls.clear()
+    result = invoke(archive, "-o", out, "--level", "core", "--resume")
+    assert result.exit_code == 0 and calls == []
+    rows = {r["id"]: (r["status"], r["score"]) for r in json.loads((out / "summary.json").read_text())["submissions"]}
+    assert rows == {"ann": ("graded", 9), "bo": ("graded", 3), "cy": ("graded", 10)}
