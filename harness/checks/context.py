@@ -406,11 +406,13 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
             if step.name not in obs.values:
                 continue
             got = obs.values[step.name]
+            # a type name from the worker: shown on one line, whatever it holds
             if isinstance(got, dict):
-                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({got.get('not_tensor')})")
+                kind = one_line(str(got.get("not_tensor")))
+                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({kind})")
             if obs.subclass("values", step.name):
-                return Verdict("mismatch", f"{step.name}.data is a {obs.subclass('values', step.name)}, expected a "
-                                           "plain torch.Tensor")
+                kind = one_line(str(obs.subclass("values", step.name)))
+                return Verdict("mismatch", f"{step.name}.data is a {kind}, expected a plain torch.Tensor")
             want = expected.values[step.name]
             m = compare(as_zero_d(got, want), want, tol_for(obs.dtype("values", step.name)), f"value of {step.name}")
             if m is not None:
@@ -431,10 +433,11 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
             continue
         got = obs.grads.get(leaf.name)
         if isinstance(got, dict):
-            return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor")
+            kind = one_line(str(got.get("not_tensor")))
+            return Verdict("mismatch", f"{leaf.name}.grad is a {kind}, expected a torch.Tensor")
         if obs.subclass("grads", leaf.name):
-            return Verdict("mismatch", f"{leaf.name}.grad is a {obs.subclass('grads', leaf.name)}, expected a plain "
-                                       "torch.Tensor")
+            kind = one_line(str(obs.subclass("grads", leaf.name)))
+            return Verdict("mismatch", f"{leaf.name}.grad is a {kind}, expected a plain torch.Tensor")
         if "none" in parts and (got is None) != (want is None):
             m = compare(got, want, DEFAULT_TOLERANCE, f"{leaf.name}.grad")
             return Verdict("mismatch", m.message, m)

@@ -12,6 +12,9 @@ from harness.batch.collect import collect
 from harness.errors import HarnessError
 
 
+NOT_PYTHON = "not a Python file: a submission is a .py file or a notebook, or a folder holding its entry file"
+
+
 def _rows(subs):
     return [(s.id, s.path is not None, s.problem) for s in subs]
 
@@ -33,7 +36,7 @@ def test_a_folder_of_files_and_folders(tmp_path):
     assert _rows(subs) == [
         ("Al_Smith", True, ""), ("al_smith-2", True, ""), ("bo", True, ""),
         ("cy", False, "no solution.py in the folder (it holds engine.py; choose the file with --entry)"),
-        ("notes", False, "not a Python file: a submission is a .py file or a notebook, or a folder holding its entry file"),
+        ("notes", False, NOT_PYTHON),
     ]
     assert subs[2].origin == f"{root}/bo/solution.py" and subs[2].path == root / "bo" / "solution.py"
     assert [s.id for s in collect(root, "engine.py", tmp_path / "s2", exclude=out)][-2] == "cy"
@@ -49,11 +52,12 @@ def _zip(path: Path, members: dict[str, bytes]) -> Path:
 def test_a_zip_of_a_folder_is_unwrapped(tmp_path):
     archive = _zip(tmp_path / "subs.zip", {
         "cohort/ann.py": b"a = 1\n", "cohort/ben/solution.py": b"b = 2\n", "cohort/ben/helper.py": b"",
-        "__MACOSX/cohort/._ann.py": b"junk", "cohort/.DS_Store": b"junk", "cohort/cleo.ipynb": b"{}", "cohort/dan.txt": b"",
+        "__MACOSX/cohort/._ann.py": b"junk", "cohort/.DS_Store": b"junk", "cohort/cleo.ipynb": b"{}",
+        "cohort/dan.txt": b"",
     })
     scratch = tmp_path / "scratch"
     subs = collect(archive, "solution.py", scratch)
-    not_python = "not a Python file: a submission is a .py file or a notebook, or a folder holding its entry file"
+    not_python = NOT_PYTHON
     assert _rows(subs) == [("ann", True, ""), ("ben", True, ""), ("cleo", True, ""), ("dan", False, not_python)]
     assert subs[0].origin == f"{archive}:cohort/ann.py" and subs[1].origin == f"{archive}:cohort/ben/solution.py"
     assert subs[1].path.read_bytes() == b"b = 2\n" and scratch in subs[1].path.parents

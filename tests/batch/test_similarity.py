@@ -1,12 +1,13 @@
-"""Similarity: blind to names, comments, strings, layout and padding; the template shared by all is left out; bounded."""
+"""Similarity: blind to names, comments, strings, layout and padding; the template shared by all is left out;
+the input is bounded."""
 
 import ast
 from pathlib import Path
 
 import pytest
 
-from harness.batch.similarity import (MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, fingerprint, normalised_tokens, similar_pairs,
-                                      without_padding)
+from harness.batch.similarity import (MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, fingerprint, normalised_tokens,
+                                      similar_pairs, without_padding)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = (ROOT / "tests" / "solutions" / "overwrite_grad.py").read_text()

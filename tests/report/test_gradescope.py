@@ -57,7 +57,8 @@ def _run(root: Path, submission: dict[str, str], options: str) -> tuple[subproce
     for name, text in submission.items():
         (root / "submission" / name).write_text(text)
     grade = root / "grade"
-    grade.write_text(f"#!/bin/sh\nPYTHONPATH={root / 'source' / 'grader'} exec {sys.executable} -m harness.cli \"$@\"\n")
+    grader = root / "source" / "grader"
+    grade.write_text(f"#!/bin/sh\nPYTHONPATH={grader} exec {sys.executable} -m harness.cli \"$@\"\n")
     grade.chmod(0o755)
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "AUTOGRADER": str(root), "GRADE": str(grade),
@@ -81,7 +82,8 @@ def test_the_readme_autograder_grades_a_submission(autograder):
     tests = {t["name"].split(": ", 1)[0]: t for t in results["tests"]}
     assert tests["core.order"]["visibility"] == "hidden" and tests["core.accumulation"]["visibility"] == "visible"
     # each test's points are rounded to 2 decimals: their sum is the score within half a cent each
-    assert sum(t["score"] for t in results["tests"]) == pytest.approx(results["score"], abs=0.005 * len(results["tests"]))
+    total = sum(t["score"] for t in results["tests"])
+    assert total == pytest.approx(results["score"], abs=0.005 * len(results["tests"]))
 
 
 def test_a_file_that_cannot_be_graded_still_gets_results(autograder):
