@@ -142,7 +142,7 @@ def _no_entry(entry: str, folder: Path) -> str:
     others = []
     with os.scandir(folder) as listing:
         for item in listing:
-            if item.name.endswith(".py") and item.is_file(follow_symlinks=False):
+            if item.name.endswith(_SOURCE_SUFFIXES) and item.is_file(follow_symlinks=False):
                 others.append(label(item.name))
             if len(others) > 100:
                 break
