@@ -383,7 +383,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
     tripwires = Tripwires(path)
     tripwires.install()
-    processes.watch(tripwires.note, tripwires.candidate_line, os.uname().machine)
+    processes.watch(tripwires.note, tripwires.candidate_line)
     try:
         with tripwires.guarded():
             module = load_submission(path, module_name)

@@ -5,13 +5,12 @@ this module only makes the attempt visible, as a review entry at the submission'
 A PEP 578 audit hook sees Python's own ways in (``os.fork``, ``os.posix_spawn``, the
 ``os.exec*`` and ``os.spawn*`` families, ``os.system``, ``subprocess``, ``pty``,
 ``multiprocessing`` with any start method) and the C library's process functions reached
-through ``ctypes``, by name or through ``syscall``. What it misses is still refused by the
-kernel: the report can only say less, never let more through.
+through ``ctypes`` (looked up by name, ``syscall`` included). What it misses is still
+refused by the kernel: the report can only say less, never let more through.
 """
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from typing import Any, Callable, Final
 
@@ -29,26 +28,27 @@ _C_FUNCTIONS: Final = frozenset({
     "fork", "vfork", "_Fork", "clone", "clone3", "execve", "execveat", "fexecve", "execv", "execvp", "execvpe",
     "execl", "execlp", "execle", "posix_spawn", "posix_spawnp", "system", "popen", "daemon",
 })
-_PROCESS_SYSCALLS: Final = {"x86_64": {56, 57, 58, 59, 322, 435}, "aarch64": {220, 221, 281, 435}}
 _WHY: Final = ("tried to start a process ({how}): the sandbox refuses it, and an autograd engine has no "
                "use for one (work in another process escapes the worker's time, memory and runtime checks)")
 
+_WHY_SYSCALL: Final = ("reached the C library's syscall() through ctypes: any system call by number, starting a "
+                       "process among them, out of sight of Python's own events (the sandbox refuses a new "
+                       "process whatever the route)")
 
-def watch(note: Callable[[str, str, int | None], None], line: Callable[[], int | None], machine: str) -> None:
+
+def watch(note: Callable[[str, str, int | None], None], line: Callable[[], int | None]) -> None:
     """Call ``note(construct, why, line())`` once per submission line that tries to start a process.
 
     Install before the submission is imported; an audit hook stays for the life of the process.
     """
     seen: set[int | None] = set()
-    syscall = _address("syscall")
-    numbers = _PROCESS_SYSCALLS.get(machine, set())
 
-    def report(how: str) -> None:
+    def report(how: str, construct: str = "a new process", why: str = _WHY) -> None:
         where = line()
         if where in seen:
             return  # subprocess raises two events for one attempt; one entry per line is enough
         seen.add(where)
-        note("a new process", _WHY.format(how=how), where)
+        note(construct, why.format(how=how), where)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         try:
@@ -56,10 +56,8 @@ def watch(note: Callable[[str, str, int | None], None], line: Callable[[], int |
                 report(_EVENTS[event])
             elif event == "ctypes.dlsym" and len(args) == 2 and args[1] in _C_FUNCTIONS:
                 report(f"the C library's {args[1]}() through ctypes")
-            elif event == "ctypes.call_function" and syscall and args and args[0] == syscall:
-                first = args[1][0] if len(args) > 1 and args[1] else None
-                if isinstance(first, int) and first in numbers:
-                    report(f"syscall({first}) through ctypes")
+            elif event == "ctypes.dlsym" and len(args) == 2 and args[1] == "syscall":
+                report("", "syscall() through ctypes", _WHY_SYSCALL)
         except Exception:
             pass  # a hook that raises would fail the grader's own calls too
 
@@ -81,10 +79,3 @@ def _watch_fork_exec(report: Callable[[str], None]) -> None:
         return fork_exec(*args, **kwargs)
 
     _posixsubprocess.fork_exec = watched
-
-
-def _address(name: str) -> int | None:
-    try:
-        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
-    except (AttributeError, OSError):
-        return None

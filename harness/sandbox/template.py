@@ -36,7 +36,7 @@ import time
 import traceback
 from typing import Any
 
-from harness.sandbox import _linux, zygote
+from harness.sandbox import _linux, view, zygote
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
 _NAMESPACES = (_linux.CLONE_NEWUSER | _linux.CLONE_NEWNS | _linux.CLONE_NEWPID | _linux.CLONE_NEWIPC
@@ -159,12 +159,14 @@ def _enter_namespaces(limits: dict[str, Any]) -> bool:
     _linux.map_ids(uid, gid)
     _close_namespace_loopholes()
     _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
-    # Read-only everywhere, bubblewrap's own folders included: started by an unprivileged
-    # user, its root, /etc, /dev and /dev/shm are tmpfs folders the submission owns, with
-    # no size limit and shared with every later submission.
-    _remount_everything_read_only()
+    kept = _open_under_tmp()
     _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV,
                  f"size={int(limits['disk_mb'])}m,mode=0700")
+    _bind_again(kept)
+    # Read-only everywhere but the private /tmp, bubblewrap's own folders included: started
+    # by an unprivileged user, its root, /etc, /dev and /dev/shm are tmpfs folders the
+    # submission owns, with no size limit and shared with every later submission.
+    _remount_everything_read_only(but="/tmp")
     hidden = _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
     for pseudo in ("/proc", "/sys"):
         if os.path.isdir(pseudo):
@@ -191,7 +193,37 @@ _MOUNT_FLAGS = {"nosuid": _linux.MS_NOSUID, "nodev": _linux.MS_NODEV, "noexec": 
                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
 
 
-def _remount_everything_read_only() -> None:
+def _open_under_tmp() -> list[tuple[str, int]]:
+    """The installation's folders that live under /tmp (a venv there), opened before a private /tmp hides them."""
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
+                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path]
+    found = sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len)
+    chosen: list[str] = []
+    for path in found:
+        if view.under(path, "/tmp") and path != "/tmp" and not any(view.under(path, c) for c in chosen):
+            chosen.append(path)
+    kept = []
+    for path in chosen:
+        try:
+            kept.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+        except OSError:
+            pass  # beyond this user's reach (basic isolation, a 0700 folder): it was never importable
+    return kept
+
+
+def _bind_again(kept: list[tuple[str, int]]) -> None:
+    """Bind each folder opened by ``_open_under_tmp`` at its own path in the new /tmp."""
+    for path, fd in kept:
+        try:
+            os.makedirs(path, 0o755, exist_ok=True)
+            _linux.mount(f"/proc/self/fd/{fd}", path, None, _linux.MS_BIND | _linux.MS_REC)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _remount_everything_read_only(but: str = "") -> None:
     """Make every mount in this mount namespace read-only (the host's, without bubblewrap; its own, with).
 
     A remount must keep the flags the kernel locked when the namespace was created
@@ -206,6 +238,8 @@ def _remount_everything_read_only() -> None:
         if len(fields) < 6:
             continue
         target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if target == but:
+            continue
         flags = _linux.MS_REMOUNT | _linux.MS_BIND | _linux.MS_RDONLY
         for option in fields[5].split(","):
             flags |= _MOUNT_FLAGS.get(option, 0)
