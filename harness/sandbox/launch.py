@@ -224,11 +224,13 @@ class Launcher:
         user = self.user
         ours, theirs = socket.socketpair()
         self._channel = ours
-        command, env, view = self._command(theirs.fileno())
+        command, env = self._command(theirs.fileno())
+        if user is not None and os.geteuid() == 0 and self.mode == "sandbox":
+            user = None  # as_user becomes the user once the paths bubblewrap binds are within its reach
         stderr_r, stderr_w = os.pipe()
         try:
             self._process = subprocess.Popen(
-                command, pass_fds=[theirs.fileno(), *view], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=stderr_w, start_new_session=True, env=env, cwd="/", user=user,
                 group=None if user is None else _primary_group(user), extra_groups=None if user is None else [],
             )
@@ -239,21 +241,27 @@ class Launcher:
         finally:
             theirs.close()
             os.close(stderr_w)
-            for fd in view:
-                os.close(fd)
         self.drain.add("template", "stderr", stderr_r)
 
     # ---- how the template is started ----
 
-    def _command(self, fd: int) -> tuple[list[str], dict[str, str], list[int]]:
+    def _command(self, fd: int) -> tuple[list[str], dict[str, str]]:
         harness_dir = Path(__file__).resolve().parent.parent
         python = [sys.executable, "-P", "-s", "-m", "harness.sandbox.template", str(fd)]
         env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1", "LANG": "C.UTF-8",
                "OMP_NUM_THREADS": "1"}
         if self.mode == "basic":
-            return python, {**env, "PYTHONPATH": str(harness_dir.parent), "HOME": "/tmp"}, []
-        view, fds = bubblewrap_view(harness_dir, as_root=os.geteuid() == 0 and self.user is None)
-        return ["bwrap", *view, "--", *python], env, fds
+            return python, {**env, "PYTHONPATH": str(harness_dir.parent), "HOME": "/tmp"}
+        view, sources = bubblewrap_view(harness_dir, as_root=os.geteuid() == 0 and self.user is None)
+        command = ["bwrap", *view, "--", *python]
+        if self.user is not None and os.geteuid() == 0:
+            import pwd
+
+            entry = pwd.getpwnam(self.user)
+            # Only this first step runs with the grader's modules on its path; bwrap sets its own.
+            return ([sys.executable, "-P", "-s", "-m", "harness.sandbox.as_user", str(entry.pw_uid),
+                     str(entry.pw_gid), *sources, "--", *command], {**env, "PYTHONPATH": str(harness_dir.parent)})
+        return command, env
 
     def _await_ready(self) -> None:
         if self._ready:

@@ -4,9 +4,9 @@ The interpreter, its prefix and base prefix (a venv's and the Python it was made
 site-packages and the folders its ``.pth`` files and editable installs point to are each
 bound read-only at their own path, after the sandbox's private ``/tmp`` is mounted (a venv
 under ``/tmp`` stays visible) and with the folders above them made by bubblewrap (a 0700
-home above a pyenv Python does not stop the unprivileged sandbox user). Each path is handed
-to bubblewrap as a descriptor the grader opened, so bubblewrap started as another user
-binds what only the grader can reach.
+home above a pyenv Python does not stop the unprivileged sandbox user). Started as another
+user by a root grader, bubblewrap first gets those paths within that user's reach
+(``as_user``).
 
 Never bound: the grader's checkout as a whole (its reference engine and tests are no
 submission's business); the grader's own package is bound on its own, at ``/grader/harness``.
@@ -105,13 +105,9 @@ def _editable_mapping(finder: str) -> list[str]:
     return []
 
 
-def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[int]]:
-    """bwrap's arguments (new namespaces, no capabilities, a read-only view of what Python needs) and the
-    descriptors they name, which the caller passes to bwrap and closes once it has started.
-
-    A path that cannot be opened is left out: the sandbox then fails to start, and
-    ``why_unreachable`` says why.
-    """
+def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[str]]:
+    """bwrap's arguments (new namespaces, no capabilities, a read-only view of what Python needs) and
+    the host paths they bind (which bubblewrap, started as another user, must be able to reach)."""
     args = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if as_root:
@@ -121,7 +117,7 @@ def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[i
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args += ["--unshare-user"]
-    fds: list[int] = []
+    sources: list[str] = []
     made: set[str] = {"/"}
 
     def parents(path: str) -> None:
@@ -132,14 +128,10 @@ def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[i
             made.add(parent)
 
     def bind(source: str, target: str) -> None:
-        try:
-            fd = os.open(source, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
-            return
-        fds.append(fd)
         parents(target)
-        args.extend(["--ro-bind-fd", str(fd), target])
+        args.extend(["--ro-bind", source, target])
         made.add(target)
+        sources.append(source)
 
     for top in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
         if os.path.islink(top):
@@ -150,8 +142,7 @@ def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[i
         bind(path, path)
     for path in SYSTEM_FILES:
         if os.path.exists(path):
-            parents(path)
-            args += ["--ro-bind", path, path]
+            bind(path, path)
     # Everything under /tmp only after the private /tmp, which would hide it.
     args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
     made.add("/tmp")
@@ -160,4 +151,4 @@ def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[i
             bind(path, path)
     bind(str(harness_dir), "/grader/harness")
     args += ["--chdir", "/tmp", "--setenv", "PYTHONPATH", "/grader", "--setenv", "HOME", "/tmp"]
-    return args, fds
+    return args, sources

@@ -151,6 +151,44 @@ def test_a_worker_starts_no_process_but_may_start_threads(sandbox, tmp_path):
     assert found == expected, review
 
 
+def test_memory_is_bounded_for_the_whole_submission_without_a_cgroup(launcher, tmp_path, monkeypatch):
+    # Where no cgroup can be made, RLIMIT_AS bounds each process; with no other process to
+    # spread over, that bounds the submission. Children would each hold 200 MiB.
+    monkeypatch.setattr("harness.sandbox.launch.TreeLimits.create", lambda *args: None)
+    body = """
+    import multiprocessing, os, subprocess, sys, time
+    def hold():
+        blob = bytearray(200 * 1024 * 1024)
+        time.sleep(3)
+    started = 0
+    for start in (lambda: os.fork() == 0 and (hold(), os._exit(0)),
+                  lambda: subprocess.Popen([sys.executable, "-c", "bytearray(200 << 20); import time; time.sleep(3)"]),
+                  lambda: multiprocessing.get_context("fork").Process(target=hold).start()):
+        try:
+            start()
+            started += 1
+        except OSError:
+            pass
+    held = []
+    try:
+        while len(held) < 40:
+            held.append(bytearray(32 * 1024 * 1024))
+    except MemoryError:
+        pass
+    print(started, len(held) * 32)
+    """
+    box = launcher.sandbox(Limits(import_seconds=10.0, memory_mb=256))
+    try:
+        assert box.tree is None
+        worker = box.spawn(_write(tmp_path, body))
+        worker.kill()
+        started, mib = map(int, worker.output()["stdout"].split())
+    finally:
+        box.close()
+    assert started == 0
+    assert 128 <= mib <= 256  # what the limit leaves above torch, and no more
+
+
 def test_stdout_is_captured_through_a_pipe_not_read_as_a_reply(sandbox, tmp_path):
     body = 'print(\'{"kind": "ready", "status": "graded", "score": 100}\')\n'
     worker = sandbox.spawn(_write(tmp_path, body))
