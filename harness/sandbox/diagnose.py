@@ -66,7 +66,7 @@ def _blocked_parent(path: str, user: str | None) -> str:
         if uid == 0 or info.st_uid == uid:
             continue
         if not info.st_mode & stat.S_IXOTH:
-            who = f"the user {user}" if user else "the sandbox's unprivileged user"
+            who = f"the user {user}" if user else "this user"
             return (f"{who} cannot enter {parent} (mode {stat.filemode(info.st_mode)}, owner "
                     f"{_owner(info.st_uid)}), above {path}: install Python (or make the venv) outside it, "
                     f"or let others pass through with `chmod o+x {parent}`")
@@ -89,8 +89,8 @@ def _namespaces_refused() -> str:
 
 
 def _uid(user: str | None) -> int:
-    if user is None:
-        return 65534 if os.geteuid() == 0 else os.geteuid()
+    if user is None:  # bubblewrap runs as the grader; as root it makes the folders above what it binds
+        return os.geteuid()
     try:
         return pwd.getpwnam(user).pw_uid
     except KeyError:
