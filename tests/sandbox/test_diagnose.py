@@ -1,19 +1,24 @@
 """A sandbox that cannot start says why in plain words: which path, permission or kernel setting, and what to do."""
 
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from harness.sandbox import Launcher, SandboxUnavailable, bubblewrap_missing, diagnose
 
 
-def test_a_folder_the_sandbox_user_cannot_enter_is_named_with_its_mode_and_the_remedy(tmp_path):
-    home = tmp_path / "home"
-    (home / "python" / "bin").mkdir(parents=True)
-    home.chmod(0o700)
-    line = f"bwrap: execvp {home}/python/bin/python3: No such file or directory"
-    said = diagnose.explain(line, user="nobody")
+def test_a_folder_the_sandbox_user_cannot_enter_is_named_with_its_mode_and_the_remedy():
+    home = Path(tempfile.mkdtemp(dir="/tmp"))  # 0700, in a folder everyone may enter
+    try:
+        (home / "python" / "bin").mkdir(parents=True)
+        line = f"bwrap: execvp {home}/python/bin/python3: No such file or directory"
+        said = diagnose.explain(line, user="nobody")
+    finally:
+        shutil.rmtree(home)
     assert said.startswith(f"the user nobody cannot enter {home} (mode drwx------")
     assert f"chmod o+x {home}" in said and said.endswith(f"(bubblewrap said: {line})")
 
