@@ -29,8 +29,8 @@ from typing import Any, Sequence
 
 from harness.sandbox.cgroups import TreeLimits
 from harness.sandbox.channel import ChannelError, recv_message, send_message
-from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
 from harness.sandbox.diagnose import explain
+from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
 from harness.sandbox.view import bubblewrap_view
 
 __all__ = ["Launcher", "Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "SandboxUnavailable",

@@ -36,7 +36,7 @@ import time
 import traceback
 from typing import Any
 
-from harness.sandbox import _linux, view, zygote
+from harness.sandbox import _linux, as_user, view, zygote
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
 _NAMESPACES = (_linux.CLONE_NEWUSER | _linux.CLONE_NEWNS | _linux.CLONE_NEWPID | _linux.CLONE_NEWIPC
@@ -128,6 +128,8 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     baseline = _address_space_bytes()
     # torch reads /proc/cpuinfo on its first op; workers never see /proc, so run one now.
     torch.ones(1).add(1)
+    if os.geteuid() == 0:
+        _reachable_for_nobody()
     _linux.drop_to_nobody()
     _linux.prctl(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
     namespaces = _enter_namespaces(limits)
@@ -143,6 +145,35 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
         zygote.serve(zygote_fd, limits, baseline, namespaces)
     os.write(report_fd, f"{pid} {int(namespaces)}".encode())
     os._exit(0)
+
+
+def _reachable_for_nobody() -> None:
+    """Without bubblewrap, as root: the installation within reach of uid 65534 (a pyenv under a 0700 /root).
+
+    In a mount namespace of this submission's own, each folder that blocks the way is
+    covered and what lies below it bound again (``as_user``). Under bubblewrap the
+    template may not mount, and needs not: bubblewrap made those folders itself.
+    """
+    try:
+        _linux.unshare(_linux.CLONE_NEWNS)
+    except OSError:
+        return
+    try:
+        _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
+        as_user.make_reachable(_installation_paths(), 65534, 65534)
+    except OSError:
+        pass  # what stays out of reach fails at import, in the report
+
+
+def _installation_paths() -> list[str]:
+    """The folders this Python imports from, outermost first, none inside another."""
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
+                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path]
+    chosen: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len):
+        if not any(view.under(path, c) for c in chosen):
+            chosen.append(path)
+    return chosen
 
 
 def _enter_namespaces(limits: dict[str, Any]) -> bool:
@@ -195,13 +226,7 @@ _MOUNT_FLAGS = {"nosuid": _linux.MS_NOSUID, "nodev": _linux.MS_NODEV, "noexec": 
 
 def _open_under_tmp() -> list[tuple[str, int]]:
     """The installation's folders that live under /tmp (a venv there), opened before a private /tmp hides them."""
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
-                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path]
-    found = sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len)
-    chosen: list[str] = []
-    for path in found:
-        if view.under(path, "/tmp") and path != "/tmp" and not any(view.under(path, c) for c in chosen):
-            chosen.append(path)
+    chosen = [p for p in _installation_paths() if view.under(p, "/tmp") and p != "/tmp"]
     kept = []
     for path in chosen:
         try:

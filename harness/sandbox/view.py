@@ -137,16 +137,17 @@ def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[s
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
             made.add(top)
-    system = [p for p in python_paths(str(harness_dir.parent)) if not under(p, "/tmp")]
-    for path in system:
-        bind(path, path)
+    installation = python_paths(str(harness_dir.parent))
+    for path in installation:
+        if not under(path, "/tmp"):
+            bind(path, path)
     for path in SYSTEM_FILES:
         if os.path.exists(path):
             bind(path, path)
     # Everything under /tmp only after the private /tmp, which would hide it.
     args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
     made.add("/tmp")
-    for path in python_paths(str(harness_dir.parent)):
+    for path in installation:
         if under(path, "/tmp"):
             bind(path, path)
     bind(str(harness_dir), "/grader/harness")

@@ -3,8 +3,11 @@
 Each layout is built here, whatever this machine's own Python looks like: the interpreter's
 folder is mounted (in a private mount namespace) under a 0700 "home" at its own path (its
 library path is compiled in), and a venv is made under a 0700 folder in /tmp. Both are graded
-as root and as an unprivileged user whose home it is; the user's grader modules are a copy
-in a 0700 folder of its own. Every layout is one grade at the core level.
+as root and as an unprivileged user whose home it is (the user's grader modules are a copy
+in a 0700 folder of its own); as root, the home layout is also graded with bubblewrap
+started as a user who cannot enter that home, and without bubblewrap (the worker is uid
+65534). The graded file is the model answer printing with numpy, as a candidate may. Every
+layout is one grade at the core level; no report may carry torch's NumPy warning.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ BASE = Path(os.path.realpath(sys.base_prefix))
 INTERPRETER = Path(os.path.realpath(sys.executable))
 LAYOUTS = {"interpreter in a 0700 home": "home", "venv in a 0700 folder under /tmp": "venv"}
 STARTED_AS_USER = "interpreter in the grader's 0700 home, bubblewrap started as a user"
+BASIC = "interpreter in the grader's 0700 home, without bubblewrap"
 GRADE = ["-m", "harness.cli", "{engine}", "--level", "core", "--max-examples", "10", "--format", "json",
          "--require-sandbox"]
 
@@ -55,7 +59,7 @@ def _script(home: Path, work: Path, grader: Path, owner: str | None) -> str:
     ids = pwd.getpwnam(owner) if owner else None
     as_owner = f"setpriv --reuid={ids.pw_uid} --regid={ids.pw_gid} --clear-groups " if ids else ""
     env = f"env -i PATH=/usr/bin:/bin LANG=C.UTF-8 HOME={work / 'tmp'} "
-    engine = grader / "reference" / "engine.py"
+    engine = work / "tmp" / "engine.py"
     grade = " ".join(shlex.quote(a.format(engine=engine)) for a in GRADE)
     uid = f",uid={ids.pw_uid},gid={ids.pw_gid}" if ids else ""
     out = work / "out"
@@ -68,6 +72,9 @@ def _script(home: Path, work: Path, grader: Path, owner: str | None) -> str:
         f"mkdir {home / name}",
         f"mount --move {stage} {home / name}",
         f"cd / && {as_owner}{env}PYTHONPATH={grader} {python} {grade} > {out}/home.json 2> {out}/home.err || true",
+        *([] if owner else [  # without bubblewrap, as root: the worker is uid 65534, the home 0700
+            f"cd / && {env}GRADER_ISOLATION=basic PYTHONPATH={grader} {python} "
+            f"{grade.replace(' --require-sandbox', '')} > {out}/basic.json 2> {out}/basic.err || true"]),
         f"{as_owner}{env}{python} -m venv --without-pip --system-site-packages {venv} 2>> {out}/venv.err",
         f"{as_owner}{env}{venv}/bin/python -c 'import site, sys; "
         f"open(site.getsitepackages()[0] + \"/grader.pth\", \"w\").write(sys.argv[1])' {grader}",
@@ -95,6 +102,9 @@ def _build_and_grade(owner: str | None) -> dict[str, tuple[dict, str]]:
     try:
         (work / "tmp").mkdir()
         (work / "out").mkdir()
+        # The model answer, printing with numpy as a candidate may: numpy must be there, in every layout.
+        reference = (ROOT / "reference" / "engine.py").read_text()
+        (work / "tmp" / "engine.py").write_text(f"{reference}\n\nimport numpy as np\n\nnp.set_printoptions(precision=4)\n")
         grader = ROOT
         if owner:
             # The user's own copy of the grader's modules: the checkout may be beyond its reach.
@@ -108,7 +118,7 @@ def _build_and_grade(owner: str | None) -> dict[str, tuple[dict, str]]:
                               capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, f"the layouts could not be built: {done.stderr[-2000:]}"
         found = {}
-        for layout, stem in [*LAYOUTS.items(), *([] if owner else [(STARTED_AS_USER, "as-user")])]:
+        for layout, stem in [*LAYOUTS.items(), *([] if owner else [(STARTED_AS_USER, "as-user"), (BASIC, "basic")])]:
             text = (work / "out" / f"{stem}.json").read_text()
             err = (work / "out" / f"{stem}.err").read_text()
             try:
@@ -138,18 +148,22 @@ def graded_as_user(unprivileged_user):
     return _build_and_grade(unprivileged_user)
 
 
-def _assert_full_marks_in_the_sandbox(report: dict, stderr: str) -> None:
+def _assert_full_marks(report: dict, stderr: str, isolation: str = "sandbox") -> None:
     assert report, stderr
-    assert report["isolation"] == "sandbox", f"{report.get('isolation_note')}\n{stderr[-2000:]}"
+    assert report["isolation"] == isolation, f"{report.get('isolation_note')}\n{stderr[-2000:]}"
     assert report["status"] == "graded" and report["score"] == report["max_score"] > 0, report.get("message")
     assert "NumPy" not in stderr  # torch warns on every start where numpy is missing
 
 
 @pytest.mark.parametrize("layout", [*LAYOUTS, STARTED_AS_USER])
 def test_the_reference_scores_full_marks_in_the_sandbox_as_root(graded_as_root, layout):
-    _assert_full_marks_in_the_sandbox(*graded_as_root[layout])
+    _assert_full_marks(*graded_as_root[layout])
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_the_reference_scores_full_marks_in_the_sandbox_as_a_user(graded_as_user, layout):
-    _assert_full_marks_in_the_sandbox(*graded_as_user[layout])
+    _assert_full_marks(*graded_as_user[layout])
+
+
+def test_the_reference_scores_full_marks_without_bubblewrap_as_root(graded_as_root):
+    _assert_full_marks(*graded_as_root[BASIC], isolation="basic")
