@@ -63,6 +63,7 @@ def _script(home: Path, work: Path, grader: Path, owner: str | None) -> str:
     grade = " ".join(shlex.quote(a.format(engine=engine)) for a in GRADE)
     uid = f",uid={ids.pw_uid},gid={ids.pw_gid}" if ids else ""
     out = work / "out"
+    # The grades run at once (each mostly waits on its sandbox); the venv is made before its own.
     return "\n".join([
         "set -e",
         f"mkdir -p {stage}",
@@ -71,17 +72,20 @@ def _script(home: Path, work: Path, grader: Path, owner: str | None) -> str:
         f"mount -t tmpfs -o mode=0700{uid} layout-home {home}",
         f"mkdir {home / name}",
         f"mount --move {stage} {home / name}",
-        f"cd / && {as_owner}{env}PYTHONPATH={grader} {python} {grade} > {out}/home.json 2> {out}/home.err || true",
+        "cd /",
+        f"{as_owner}{env}PYTHONPATH={grader} {python} {grade} > {out}/home.json 2> {out}/home.err &",
         *([] if owner else [  # without bubblewrap, as root: the worker is uid 65534, the home 0700
-            f"cd / && {env}GRADER_ISOLATION=basic PYTHONPATH={grader} {python} "
-            f"{grade.replace(' --require-sandbox', '')} > {out}/basic.json 2> {out}/basic.err || true"]),
-        f"{as_owner}{env}{python} -m venv --without-pip --system-site-packages {venv} 2>> {out}/venv.err",
+            f"{env}GRADER_ISOLATION=basic PYTHONPATH={grader} {python} "
+            f"{grade.replace(' --require-sandbox', '')} > {out}/basic.json 2> {out}/basic.err &",
+            # bubblewrap started as a user who cannot enter the grader's 0700 home
+            f"{env}PYTHONPATH={grader} {python} -c "
+            f"{shlex.quote(_AS_USER.format(engine=engine, tests=Path(__file__).parent))} "
+            f"> {out}/as-user.json 2> {out}/as-user.err &"]),
+        f"({as_owner}{env}{python} -m venv --without-pip --system-site-packages {venv} && "
         f"{as_owner}{env}{venv}/bin/python -c 'import site, sys; "
-        f"open(site.getsitepackages()[0] + \"/grader.pth\", \"w\").write(sys.argv[1])' {grader}",
-        f"cd / && {as_owner}{env}{venv}/bin/python {grade} > {out}/venv.json 2>> {out}/venv.err || true",
-        *([] if owner else [  # bubblewrap started as a user who cannot enter the grader's 0700 home
-            f"cd / && {env}PYTHONPATH={grader} {python} -c {shlex.quote(_AS_USER.format(engine=engine, tests=Path(__file__).parent))} "
-            f"> {out}/as-user.json 2> {out}/as-user.err || true"]),
+        f"open(site.getsitepackages()[0] + \"/grader.pth\", \"w\").write(sys.argv[1])' {grader} && "
+        f"{as_owner}{env}{venv}/bin/python {grade} > {out}/venv.json) 2> {out}/venv.err &",
+        "wait",
     ])
 
 
@@ -97,28 +101,36 @@ print(json.dumps(report.to_dict()))
 """
 
 
-def _build_and_grade(owner: str | None) -> dict[str, tuple[dict, str]]:
+def _start(owner: str | None) -> tuple[subprocess.Popen, Path, list[tuple[str, str]]]:
+    """Build the layouts for ``owner`` (root when None) and start grading in them: the process, its folder,
+    and (layout, output stem) pairs."""
     work = Path(tempfile.mkdtemp(prefix="layout-", dir="/tmp"))  # 0700: the venv's folder under /tmp
+    (work / "tmp").mkdir()
+    (work / "out").mkdir()
+    # The model answer, printing with numpy as a candidate may: numpy must be there, in every layout.
+    reference = (ROOT / "reference" / "engine.py").read_text()
+    (work / "tmp" / "engine.py").write_text(f"{reference}\n\nimport numpy as np\n\nnp.set_printoptions(precision=4)\n")
+    grader = ROOT
+    if owner:
+        # The user's own copy of the grader's modules: the checkout may be beyond its reach.
+        grader = work / "tmp" / "grader"
+        for package in ("harness", "reference", "specs"):
+            shutil.copytree(ROOT / package, grader / package, ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run(["chown", "-R", f"{owner}:", str(work)], check=True)
+        os.chmod(work, 0o700)
+    script = _script(BASE.parent, work, grader, owner)
+    process = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stems = [*LAYOUTS.items(), *([] if owner else [(STARTED_AS_USER, "as-user"), (BASIC, "basic")])]
+    return process, work, stems
+
+
+def _collect(process: subprocess.Popen, work: Path, stems: list[tuple[str, str]]) -> dict[str, tuple[dict, str]]:
     try:
-        (work / "tmp").mkdir()
-        (work / "out").mkdir()
-        # The model answer, printing with numpy as a candidate may: numpy must be there, in every layout.
-        reference = (ROOT / "reference" / "engine.py").read_text()
-        (work / "tmp" / "engine.py").write_text(f"{reference}\n\nimport numpy as np\n\nnp.set_printoptions(precision=4)\n")
-        grader = ROOT
-        if owner:
-            # The user's own copy of the grader's modules: the checkout may be beyond its reach.
-            grader = work / "tmp" / "grader"
-            for package in ("harness", "reference", "specs"):
-                shutil.copytree(ROOT / package, grader / package, ignore=shutil.ignore_patterns("__pycache__"))
-            subprocess.run(["chown", "-R", f"{owner}:", str(work)], check=True)
-            os.chmod(work, 0o700)
-        script = _script(BASE.parent, work, grader, owner)
-        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                              capture_output=True, text=True, timeout=240)
-        assert done.returncode == 0, f"the layouts could not be built: {done.stderr[-2000:]}"
+        _, stderr = process.communicate(timeout=240)
+        assert process.returncode == 0, f"the layouts could not be built: {stderr[-2000:]}"
         found = {}
-        for layout, stem in [*LAYOUTS.items(), *([] if owner else [(STARTED_AS_USER, "as-user"), (BASIC, "basic")])]:
+        for layout, stem in stems:
             text = (work / "out" / f"{stem}.json").read_text()
             err = (work / "out" / f"{stem}.err").read_text()
             try:
@@ -127,25 +139,22 @@ def _build_and_grade(owner: str | None) -> dict[str, tuple[dict, str]]:
                 found[layout] = ({}, f"no JSON report ({text[-300:]!r}); stderr: {err[-2000:]}")
         return found
     finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def graded_as_root(unprivileged_user):
+def graded(unprivileged_user):
+    """Both identities' layouts, graded at once: {"root": {layout: (report, stderr)}, "user": {...}}."""
     reason = _why_not()
     if reason:
         pytest.skip(reason)
     if bubblewrap_missing():
         pytest.fail(bubblewrap_missing())
-    return _build_and_grade(None)
-
-
-@pytest.fixture(scope="module")
-def graded_as_user(unprivileged_user):
-    reason = _why_not()
-    if reason:
-        pytest.skip(reason)
-    return _build_and_grade(unprivileged_user)
+    started = {"root": _start(None), "user": _start(unprivileged_user)}
+    return {who: _collect(*run) for who, run in started.items()}
 
 
 def _assert_full_marks(report: dict, stderr: str, isolation: str = "sandbox") -> None:
@@ -156,14 +165,14 @@ def _assert_full_marks(report: dict, stderr: str, isolation: str = "sandbox") ->
 
 
 @pytest.mark.parametrize("layout", [*LAYOUTS, STARTED_AS_USER])
-def test_the_reference_scores_full_marks_in_the_sandbox_as_root(graded_as_root, layout):
-    _assert_full_marks(*graded_as_root[layout])
+def test_the_reference_scores_full_marks_in_the_sandbox_as_root(graded, layout):
+    _assert_full_marks(*graded["root"][layout])
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_reference_scores_full_marks_in_the_sandbox_as_a_user(graded_as_user, layout):
-    _assert_full_marks(*graded_as_user[layout])
+def test_the_reference_scores_full_marks_in_the_sandbox_as_a_user(graded, layout):
+    _assert_full_marks(*graded["user"][layout])
 
 
-def test_the_reference_scores_full_marks_without_bubblewrap_as_root(graded_as_root):
-    _assert_full_marks(*graded_as_root[BASIC], isolation="basic")
+def test_the_reference_scores_full_marks_without_bubblewrap_as_root(graded):
+    _assert_full_marks(*graded["root"][BASIC], isolation="basic")
