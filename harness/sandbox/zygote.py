@@ -132,7 +132,7 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
         else:
             _linux.prctl(_linux.PR_SET_NO_NEW_PRIVS, 1)
         # Before any of the submission's code exists in this process: it may start no process,
-        # so the per-process limits above bound all of its memory and this clock all its work.
+        # so the limits above bound all of its memory and its CPU clock counts all of its work.
         try:
             _linux.confine_worker(os.uname().machine)
         except OSError:
