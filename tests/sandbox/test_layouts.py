@@ -6,8 +6,9 @@ library path is compiled in), and a venv is made under a 0700 folder in /tmp. Bo
 as root and as an unprivileged user whose home it is (the user's grader modules are a copy
 in a 0700 folder of its own); as root, the home layout is also graded with bubblewrap
 started as a user who cannot enter that home, and without bubblewrap (the worker is uid
-65534). The graded file is the model answer printing with numpy, as a candidate may. Every
-layout is one grade at the core level; no report may carry torch's NumPy warning.
+65534). The graded file is the model answer printing with numpy, as a candidate may, and
+importing a standard module the template has not (``statistics``). Every layout is one
+grade at the core level; no report may carry torch's NumPy warning.
 """
 
 from __future__ import annotations
@@ -107,9 +108,11 @@ def _start(owner: str | None) -> tuple[subprocess.Popen, Path, list[tuple[str, s
     work = Path(tempfile.mkdtemp(prefix="layout-", dir="/tmp"))  # 0700: the venv's folder under /tmp
     (work / "tmp").mkdir()
     (work / "out").mkdir()
-    # The model answer, printing with numpy as a candidate may: numpy must be there, in every layout.
+    # The model answer, printing with numpy as a candidate may (numpy must be there, in every layout),
+    # and importing a module of the standard library that nothing imported before (it must be reachable).
     reference = (ROOT / "reference" / "engine.py").read_text()
-    (work / "tmp" / "engine.py").write_text(f"{reference}\n\nimport numpy as np\n\nnp.set_printoptions(precision=4)\n")
+    (work / "tmp" / "engine.py").write_text(f"{reference}\n\nimport statistics\n\nimport numpy as np\n\n"
+                                            "np.set_printoptions(precision=4)\n")
     grader = ROOT
     if owner:
         # The user's own copy of the grader's modules: the checkout may be beyond its reach.
