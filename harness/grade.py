@@ -50,6 +50,8 @@ class GradeOptions:
     """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
     levels: tuple[str, ...] = ()
     """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
+    follow_links: bool = True
+    """Whether a submission file may be a symbolic link: a batch's never may (its candidates chose the files)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         skipped, causes, failure = diagnose_safely(skipped, submission.findings.violations, None, {})
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256, root_causes=causes, diagnosis_error=failure)
+                       isolation_note="", sha256=submission.sha256, root_causes=causes, diagnosis_error=failure,
+                       source_note=submission.note)
     limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     owned: list[Any] = []
     try:
@@ -190,7 +193,7 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name, scan=scan)
+        return read_submission(path, options.class_name, scan=scan, follow_links=options.follow_links)
     except Unrunnable as exc:
         return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
                        Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",
@@ -288,8 +291,9 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
 
     path, static, sha256 = submission.path, submission.findings, submission.sha256
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
-                               sha256=sha256)
+                               sha256=sha256, source_note=submission.note)
     module_name = path.stem if path.stem.isidentifier() else "solution"
+    sandbox.provide_source(path, submission.text)
     shared = Shared(deadline=started + options.time_limit)
 
     def new_context() -> Context:
@@ -475,7 +479,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
             isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
-            diagnosis_error: str = "") -> Report:
+            diagnosis_error: str = "", source_note: str = "") -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -498,5 +502,6 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
+        source_note=source_note,
         root_causes=root_causes, diagnosis_error=diagnosis_error,
     )
