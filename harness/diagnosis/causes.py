@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
-from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, describe, localise, operand_name
+from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, explains_composed, describe, localise, operand_name
 from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
@@ -107,22 +107,16 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     causes = _absorbed(causes + [c for c in unexplained if c.get("symptom")],
                        [c for c in unexplained if not c.get("symptom")], replays)
     levels = {r.id: r.level for r in results}
-    concept_of = {r.id: r.concept for r in results}
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
         if cause["checks"]:
             # Placed by the checks it explains: an op of the core level that fails only extension
             # graphs (or a bug seen only by a follow-up probe) is no core failure.
             cause["level"] = min((levels[c] for c in cause["checks"]), key=LEVELS.index)
-            if cause["bug"] is None and cause.get("symptom") is None:
-                concepts = [concept_of[c] for c in cause["checks"]]
-                cause["structural"] = 2 * sum(c in STRUCTURE for c in concepts) >= len(concepts)
     # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions;
     # inside a level, a named cause before a vague one; points only break ties. A core method
     # that is missing comes before them all.
     causes.sort(key=lambda c: (_tier(c), _vague(c), -c["points"], -len(c["checks"])))
-    for cause in causes:
-        cause.pop("structural", None)
     causes = _missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
@@ -192,6 +186,7 @@ def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replay
         finding = cause.get("_finding")
         return finding is not None and finding.symptom != "wrong_rule" and contradicted(finding, program, expected)
 
+    named = _composed(named)
     left = []
     for group in unnamed:
         program, expected = group.pop("_graph", (None, None))
@@ -204,6 +199,26 @@ def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replay
     for cause in named:
         cause.pop("_finding", None)
     return named + left
+
+
+def _composed(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Causes on an op the engine may build from others (``a / b`` as ``a * b ** -1``) join the cause on that
+    other op when its wrong rule, run through the composition, reproduces their graph: the composite op
+    only shows the primitive's bug."""
+    kept = []
+    for cause in causes:
+        owner = None
+        graphs = cause.get("_observed") or []
+        if cause["bug"] is None and graphs:
+            owner = next((c for c in causes if c is not cause and c.get("_finding") is not None
+                          and sum(explains_composed(c["_finding"], *g) for g in graphs) * 2 > len(graphs)), None)
+        if owner is not None:
+            owner["checks"] = [*owner["checks"], *cause["checks"]]
+        else:
+            kept.append(cause)
+    for cause in causes:
+        cause.pop("_observed", None)
+    return kept
 
 
 def _snippet(results: Sequence[CheckResult]) -> str:
@@ -228,9 +243,9 @@ def _tier(cause: dict[str, Any]) -> int:
     if level not in LEVELS:
         return len(LEVELS) + 1
     if level == "core":
-        # An unnamed group is structural when most of its checks are about structure.
+        # An unnamed group takes its concept from a check, not from what is wrong: it is no structure claim.
         named = cause["bug"] is not None or cause.get("symptom") is not None
-        return 0 if (cause.get("concept") in STRUCTURE if named else cause.get("structural")) else 1
+        return 0 if named and cause.get("concept") in STRUCTURE else 1
     return LEVELS.index(level) + 1
 
 
@@ -309,6 +324,7 @@ def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult],
             "hint": hint, "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
             "_finding": finding,
+            "_observed": [(r.evidence.program, r.evidence.observation, r.evidence.expected) for r in members],
             "op": finding.op, "operand": operand_name(finding.op, finding.operand) if finding.operand is not None
             else None, "symptom": finding.symptom, "level": OPS[finding.op].level if finding.op in OPS else None,
         })

@@ -22,7 +22,7 @@ from typing import Any, Callable, Final, Sequence
 import torch
 
 from harness.ops import OPS, TENSOR
-from harness.program import Outcome, Program
+from harness.program import Outcome, Program, Step
 
 __all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
 
@@ -188,6 +188,34 @@ class Refuter:
             relevant = [(p, e) for p, e in self.passed if finding.op in p.ops_used()][:CONTRADICTING]
             self.cache[finding.key] = any(contradicted(finding, p, e) for p, e in relevant)
         return self.cache[finding.key]
+
+
+_COMPOSITIONS: Final[dict[str, Callable[[Any], list[Step]]]] = {
+    # a / b as a * b ** -1; a - b as a + (-b): how engines commonly build these from their primitives
+    "div": lambda s: [Step(f"{s.name}__r", "pow", (s.args[1],), (("p", -1),)),
+                      Step(s.name, "mul", (s.args[0], f"{s.name}__r"))],
+    "sub": lambda s: [Step(f"{s.name}__n", "neg", (s.args[1],)), Step(s.name, "add", (s.args[0], f"{s.name}__n"))],
+}
+
+
+def explains_composed(finding: Finding, program: Program, got: Any, expected: Outcome) -> bool:
+    """Whether ``finding``'s wrong rule reproduces ``got`` once the composite ops of ``program`` are written
+    with the primitive the finding is about."""
+    if finding.operand is None or got is None or got.error is not None or len(program.steps) > MAX_STEPS:
+        return False
+    steps: list[Step] = []
+    for step in program.steps:
+        compose = _COMPOSITIONS.get(step.op)
+        usable = compose is not None and isinstance(step.args[1], str)
+        steps += compose(step) if usable else [step]
+    if len(steps) == len(program.steps) or finding.op not in {s.op for s in steps}:
+        return False
+    rewritten = Program(program.leaves, tuple(steps), program.output, program.upstream, program.passes)
+    kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
+    if kind in ("per_element", "dtype", "first_path"):
+        return False
+    grads = _backward(rewritten, None, (finding.op, finding.operand, kind, finding.param))
+    return grads is not None and _matches(grads, got, _targets(program, expected))
 
 
 def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[str]]]:
