@@ -55,6 +55,7 @@ def main(ctx: click.Context) -> None:
       grade solution.py               grade a submission (text report)
       grade solution.py --format json the JSON report, for other tools
       grade init [PATH]               write the candidate template
+      grade explain [CONCEPT]         the interview concept behind a check
       grade spec check [PATH...]      validate YAML graph cases
       grade batch FOLDER -o OUT       grade a folder of submissions for interviewers
     """
@@ -264,6 +265,23 @@ def _stamp(path: Path) -> tuple[float, int] | None:
     except OSError:
         return None
     return (st.st_mtime, st.st_size)
+
+
+@main.command("explain")
+@click.argument("name", required=False)
+@click.option("--depth", type=click.Choice(("junior", "middle", "senior", "principal")),
+              help="Only this depth (default: all four).")
+def explain(name: str | None, depth: str | None) -> None:
+    """Explain the interview concept NAME behind a check (without NAME: list them)."""
+    from harness.concepts import render_concept, render_list
+
+    if name is None:
+        click.echo(render_list())
+        return
+    try:
+        click.echo(render_concept(name, depth))
+    except HarnessError as exc:
+        _fail(str(exc))
 
 
 @main.command("init")

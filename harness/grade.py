@@ -383,11 +383,23 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
     if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
+    if outcome in ("failed", "error", "timeout"):
+        details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
     if evidence is not None and outcome in ("failed", "error"):
         evidence, details = _smallest_reproduction(evidence, details, ctx)
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
     return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
+
+
+def _with_explain(hint: str | None, concept: str) -> str:
+    """A failing check's hint, ending with the concept to read about."""
+    from harness.concepts import explain_line
+
+    hint = (hint or "").rstrip()
+    if hint and not hint.endswith((".", "!", "?", ")")):
+        hint += "."
+    return f"{hint} {explain_line(concept)}".strip()
 
 
 def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:

@@ -299,6 +299,7 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
         lines += ["", "### Concepts", "", "| level | concept | passed | failed | not attempted |",
                   "|---|---|---:|---:|---:|"]
         lines += [f"| {level} | {concept} | {p} | {f} | {n} |" for level, concept, p, f, n in rows]
+        lines += ["", "Each concept is explained, at four depths, by `grade explain CONCEPT`."]
     unexplained = [c for c in report.checks if c.outcome in _FAILING and not c.diagnosis]
     if unexplained:
         lines += ["", "### Other failures", ""]
