@@ -70,6 +70,20 @@ def _isolate_imports() -> None:
     sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here]
 
 
+class _AgreeParam(click.ParamType):
+    name = "terms"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from harness.agreements import Agreements, parse_agreements
+
+        if isinstance(value, Agreements):
+            return value
+        try:
+            return parse_agreements(str(value))
+        except HarnessError as exc:
+            self.fail(str(exc).removeprefix("--agree: "), param, ctx)
+
+
 @main.command("file", hidden=True)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
@@ -89,6 +103,9 @@ def _isolate_imports() -> None:
               help="Seconds for the whole submission.")
 @click.option("--memory-mb", type=click.IntRange(64), default=2048, show_default=True,
               help="Memory limit of the submission's process.")
+@click.option("--agree", type=_AgreeParam(), default="", metavar="TERMS",
+              help="What the interview agreed, e.g. broadcasting=no,upstream=no,second_backward=overwrite: "
+                   "checks of what was agreed away are not required.")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
 @click.option("--require-sandbox", is_flag=True,
               help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
@@ -97,7 +114,7 @@ def _isolate_imports() -> None:
               help="Also write the report as JSON, Markdown and text into this folder.")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
                rubric: Path | None,
-               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
+               class_name: str, max_examples: int, time_limit: float, memory_mb: int, agree: Any, watch: bool,
                require_sandbox: bool, verbose: bool, output_dir: Path | None) -> None:
     """Grade the submission PATH."""
     # Everything up to the first grade is torch-free: a file that cannot be graded is
@@ -109,7 +126,7 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     isolation = "sandbox" if require_sandbox else "auto"
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
-                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
+                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if watch:
         _watch(path, options, fmt, colour, verbose, output_dir)

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from harness import __version__
+from harness.agreements import NOT_REQUIRED, Agreements
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
 from harness.levels import LEVELS
@@ -50,6 +51,8 @@ class GradeOptions:
     """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
     levels: tuple[str, ...] = ()
     """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
+    agreements: Agreements = Agreements()
+    """What the interview agreed about the interface; over the rubric's agreements, term by term."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     if submission.findings.violations:
         # Proof from the source alone: nothing is run, every check is skipped.
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
+                               _excuse(c, options, rubric) or
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
         from harness.diagnosis.causes import diagnose
 
@@ -322,7 +326,11 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     runnable: list[PlannedCheck] = []
     for planned in plan:
         missing = _missing(planned.requires, members, features, options.class_name)
-        if missing:
+        excuse = _excuse(planned, options, rubric)
+        if excuse:
+            results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
+                                              "skipped", excuse)
+        elif missing:
             results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
                                               "not_attempted", f"not attempted: {missing}")
         else:
@@ -352,7 +360,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
             future.result()
     t0 = time.perf_counter()
     graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
-                              rubric.allot([(c.id, c.level) for c in plan]),
+                              rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),
                               {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
@@ -447,6 +455,19 @@ _FEATURES = {
 }
 
 
+def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
+    """The agreements a grade applies: the command line's terms over the rubric's."""
+    return options.agreements.over(rubric.agreements)
+
+
+def _excuse(planned: PlannedCheck, options: GradeOptions, rubric: Rubric) -> str | None:
+    return agreements_of(options, rubric).excuse(planned.requires)
+
+
+def _excused(results: Any) -> set[str]:
+    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith(NOT_REQUIRED)}
+
+
 def _missing(requires: frozenset[str], members: set[str], features: dict[str, Any], class_name: str) -> str | None:
     for need in sorted(requires):
         if need.startswith("feature:"):
@@ -464,7 +485,7 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
-    points = rubric.allot([(r.id, r.level) for r in results])
+    points = rubric.allot([(r.id, r.level) for r in results], _excused(results))
     scored = []
     for r in results:
         earned = points[r.id] if r.outcome == "passed" and status == "graded" else 0.0
@@ -483,5 +504,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
-        root_causes=root_causes,
+        root_causes=root_causes, agreements=agreements_of(options, rubric).to_dict(),
     )

@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 __all__ = ["batch"]
 
 SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name", "max_examples", "time_limit",
-                  "memory_mb")
+                  "memory_mb", "agree")
 """Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli)."""
 
 
@@ -109,7 +109,8 @@ def _options(values: dict, isolation: str):
     return GradeOptions(level=values["level"], seed=values["seed"], class_name=values["class_name"],
                         specs=specs + only, replace_specs=specs_replaced(specs, only), rubric=values["rubric"],
                         max_examples=values["max_examples"],
-                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation)
+                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation,
+                        agreements=values["agree"])
 
 
 def _check_settings(options) -> None:

@@ -68,6 +68,9 @@ class Report:
     isolation_note: str = ""
     """Why the isolation is only basic, when it is."""
     source_sha256: str = ""
+    agreements: dict[str, str] = field(default_factory=dict)
+    """What the interview agreed about the interface (``broadcasting``, ``upstream``, ``second_backward``);
+    empty when nothing departs from the contract."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report. The fields of the published contract always exist; others may be added."""
@@ -87,6 +90,7 @@ class Report:
             "isolation": self.isolation,
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
+            "agreements": dict(self.agreements),
             "seed": self.seed,
             "output": self.output,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -127,6 +131,7 @@ def combine(first: Report, rest: Report) -> Report:
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
         root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
+        agreements=first.agreements,
     )
 
 

@@ -70,6 +70,8 @@ def _header(report: Report, style: Callable[..., str]) -> list[str]:
     if report.source_sha256:
         facts.append(f"sha256 {report.source_sha256[:12]}")
     lines = [style(f"grade {printable(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
+    if report.agreements:
+        lines.append(f"  agreed interface: {_agreed(report)}")
     if report.isolation_note:
         lines.append(style(f"  basic isolation: {printable(report.isolation_note)}", fg="yellow"))
     if report.status in ("error", "timeout"):
@@ -332,9 +334,15 @@ def _markdown_summary(report: Report) -> list[str]:
     levels = " · ".join(f"{level} {v['score']:.1f}/{v['max_score']:.1f}" for level, v in report.levels.items())
     if levels:
         lines += [f"Levels: {levels}", ""]
+    if report.agreements:
+        lines += [f"Agreed interface: {_agreed(report)} (checks of what was agreed away are not required)", ""]
     if report.message:
         lines += [f"> {markdown_inline(report.message)}", ""]
     return lines
+
+
+def _agreed(report: Report) -> str:
+    return ", ".join(f"{printable(str(k))}={printable(str(v))}" for k, v in report.agreements.items())
 
 
 RENDERERS: dict[str, Callable[..., str]] = {
