@@ -78,6 +78,7 @@ class PlannedCheck:
 def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     """Every check this grade will consider, in order: targeted checks, spec cases, properties."""
     import harness.checks.properties  # noqa: F401  -- registers the property checks
+    import harness.checks.saved_tensors  # noqa: F401  -- registers the saved-tensor audit
     from harness.checks.targeted import CHECKS
     from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
@@ -278,6 +279,7 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
+    "harness.checks.saved_tensors",
     "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     "harness.integrity.probes",
@@ -389,6 +391,9 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         outcome, message, details, evidence = "error", exc.message, exc.details, exc.evidence
     except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
+    notes = getattr(ctx, "notes", None)
+    if notes:
+        details = {**notes, **details}
     if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
     if outcome in ("failed", "error", "timeout"):

@@ -245,6 +245,8 @@ class Context:
         self.members: set[str] = set()
         self.seed = 0
         self.max_examples = 200
+        self.notes: dict[str, Any] = {}
+        """Details a passing check leaves for the report (a table, say); cleared when a check begins."""
 
     # ---- worker lifecycle: a fresh worker per check keeps checks independent ----
 
@@ -254,6 +256,11 @@ class Context:
             self.retire()
         self._isolated = fresh
         self.check_deadline = check_deadline
+        self.notes = {}
+
+    def note(self, **details: Any) -> None:
+        """Add details to the running check's result, whatever its outcome."""
+        self.notes.update(details)
 
     def retire(self) -> None:
         if self._worker is not None:

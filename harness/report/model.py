@@ -72,6 +72,13 @@ class Report:
     """What the interview agreed about the interface (``broadcasting``, ``upstream``, ``second_backward``);
     empty when nothing departs from the contract."""
 
+    def saved_tensors(self) -> dict[str, Any] | None:
+        """The saved-tensor audit's table (kept vs needed per graph, in bytes), when the audit ran."""
+        for check in self.checks:
+            if check.id == "followups.saved_tensors" and isinstance(check.details.get("saved_tensors"), dict):
+                return check.details["saved_tensors"]
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON report. The fields of the published contract always exist; others may be added."""
         return {
@@ -91,6 +98,7 @@ class Report:
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
             "agreements": dict(self.agreements),
+            "saved_tensors": self.saved_tensors(),
             "seed": self.seed,
             "output": self.output,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},

@@ -25,6 +25,7 @@ import click
 from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.safety import markdown_fence, markdown_inline, printable
+from harness.report.saved_table import markdown_lines, saved_table, text_lines
 
 __all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
 
@@ -60,6 +61,9 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False) -> 
         checks = [c for c in report.checks if c.level == level]
         if checks:
             lines += _level(level, checks, report, causes, style, verbose)
+    table = saved_table(report)
+    if table is not None:
+        lines += text_lines(table, full=verbose)
     lines += _output(report, style)
     lines += ["", _last_line(report, style)]
     return "\n".join(lines)
@@ -302,6 +306,9 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
                   "|---|---|---:|---:|---:|"]
         lines += [f"| {level} | {concept} | {p} | {f} | {n} |" for level, concept, p, f, n in rows]
         lines += ["", "Each concept is explained, at four depths, by `grade explain CONCEPT`."]
+    table = saved_table(report)
+    if table is not None:
+        lines += markdown_lines(table)
     unexplained = [c for c in report.checks if c.outcome in _FAILING and not c.diagnosis]
     if unexplained:
         lines += ["", "### Other failures", ""]
