@@ -303,13 +303,15 @@ def explain(name: str | None, depth: str | None) -> None:
 
 @main.command("init")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="solution.py")
-def init(path: Path) -> None:
+@click.option("--minimal", is_flag=True,
+              help="Only the interface as the interview states it: no docstrings that hint at the answers.")
+def init(path: Path, minimal: bool) -> None:
     """Write the candidate template to PATH (default solution.py)."""
     from importlib import resources
 
     if path.exists():
         _fail(f"{path}: already exists; not overwriting it")
-    template = resources.files("candidate_template").joinpath("solution.py").read_text()
+    template = resources.files("candidate_template").joinpath("minimal.py" if minimal else "solution.py").read_text()
     try:
         path.write_text(template)
     except OSError as exc:
