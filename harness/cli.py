@@ -107,6 +107,10 @@ class _AgreeParam(click.ParamType):
               help="What the interview agreed, e.g. broadcasting=no,upstream=no,second_backward=overwrite: "
                    "checks of what was agreed away are not required.")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("--practice", is_flag=True,
+              help="With --watch (implied): a timed practice session, help one step at a time, then follow-ups.")
+@click.option("--practice-minutes", type=click.FloatRange(1), default=45.0, show_default=True,
+              help="The practice session's timer.")
 @click.option("--require-sandbox", is_flag=True,
               help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
 @click.option("-v", "--verbose", is_flag=True, help="List every check in the text report, passes included.")
@@ -115,7 +119,8 @@ class _AgreeParam(click.ParamType):
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
                rubric: Path | None,
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, agree: Any, watch: bool,
-               require_sandbox: bool, verbose: bool, output_dir: Path | None) -> None:
+               practice: bool, practice_minutes: float, require_sandbox: bool, verbose: bool,
+               output_dir: Path | None) -> None:
     """Grade the submission PATH."""
     # Everything up to the first grade is torch-free: a file that cannot be graded is
     # reported from its source alone, in milliseconds.
@@ -128,8 +133,13 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
                            time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    if watch:
-        _watch(path, options, fmt, colour, verbose, output_dir)
+    if watch or practice:
+        session = None
+        if practice:
+            from harness.practice import Practice
+
+            session = Practice(minutes=practice_minutes)
+        _watch(path, options, fmt, colour, verbose, output_dir, session)
     try:
         early = preflight(path, options, scan=False)  # no torch yet: the sandbox's import starts first
     except HarnessError as exc:
@@ -175,7 +185,8 @@ def _grade(path: Path, options: Any, sandbox: Any) -> Any:
         _fail(str(exc))
 
 
-def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None) -> None:
+def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None,
+           practice: Any = None) -> None:
     """Grade on every save: the core level first (on screen in about a second), then the rest, and what changed.
 
     The template stays warm between saves and the next submission's sandbox is opened
@@ -217,11 +228,13 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
                 click.echo(f"error: {exc}", err=True)
             if report is not None:
                 _show(report, fmt, colour, verbose, previous, None)
+                if practice is not None:
+                    click.echo("\n".join(practice.regraded(report)))
                 if output_dir is not None:
                     _write_formats(report, output_dir, path.stem)
                 previous = report
             spare = launcher.sandbox(limits)
-            _wait_for_change(path)
+            _wait_for_change(path, practice)
     finally:
         if spare is not None:
             spare.close()
@@ -269,11 +282,38 @@ def _settle_after_imports() -> None:
     gc.freeze()
 
 
-def _wait_for_change(path: Path) -> None:
+def _wait_for_change(path: Path, practice: Any = None) -> None:
     click.echo(f"\nwatching {path} for changes (Ctrl-C to stop)...", err=True)
     before = _stamp(path)
+    listening = practice is not None
     while _stamp(path) == before:
-        time.sleep(0.1)  # a stat() per tick costs nothing; the candidate waits for the tick
+        # A stat() per tick costs nothing; the candidate waits for the tick. In practice,
+        # the tick also listens for a request for help on the terminal.
+        if listening:
+            line = _line_within(0.1)
+            if line is None:
+                continue
+            if line is False:
+                listening = False  # the input closed: keep watching the file
+            else:
+                click.echo("\n".join(practice.requested()))
+        else:
+            time.sleep(0.1)
+
+
+def _line_within(seconds: float) -> str | bool | None:
+    """A line typed on stdin within ``seconds``, None if none came, False once stdin has closed."""
+    import select
+
+    try:
+        ready, _, _ = select.select([sys.stdin], [], [], seconds)
+    except (OSError, ValueError):
+        time.sleep(seconds)
+        return False
+    if not ready:
+        return None
+    line = sys.stdin.readline()
+    return line if line else False
 
 
 def _stamp(path: Path) -> tuple[float, int] | None:
