@@ -106,6 +106,8 @@ class _AgreeParam(click.ParamType):
 @click.option("--agree", type=_AgreeParam(), default="", metavar="TERMS",
               help="What the interview agreed, e.g. broadcasting=no,upstream=no,second_backward=overwrite: "
                    "checks of what was agreed away are not required.")
+@click.option("--variant", type=click.Choice(("tensor", "function")), default="tensor", show_default=True,
+              help="function: each op is a torch.autograd.Function run by torch's engine (its formulas are graded).")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
 @click.option("--practice", is_flag=True,
               help="With --watch (implied): a timed practice session, help one step at a time, then follow-ups.")
@@ -118,7 +120,8 @@ class _AgreeParam(click.ParamType):
               help="Also write the report as JSON, Markdown and text into this folder.")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
                rubric: Path | None,
-               class_name: str, max_examples: int, time_limit: float, memory_mb: int, agree: Any, watch: bool,
+               class_name: str, max_examples: int, time_limit: float, memory_mb: int, agree: Any, variant: str,
+               watch: bool,
                practice: bool, practice_minutes: float, require_sandbox: bool, verbose: bool,
                output_dir: Path | None) -> None:
     """Grade the submission PATH."""
@@ -131,7 +134,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     isolation = "sandbox" if require_sandbox else "auto"
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
-                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree)
+                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree,
+                           variant=variant)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if watch or practice:
         session = None
@@ -206,6 +210,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
     try:
         while True:
             report: Report | None = None
+            graded_stamp = _stamp(path)  # a save while this grade runs is graded next, not missed
             try:
                 early = preflight(path, options)
                 if isinstance(early, Report):
@@ -234,7 +239,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
                     _write_formats(report, output_dir, path.stem)
                 previous = report
             spare = launcher.sandbox(limits)
-            _wait_for_change(path, practice)
+            _wait_for_change(path, practice, graded_stamp)
     finally:
         if spare is not None:
             spare.close()
@@ -282,9 +287,11 @@ def _settle_after_imports() -> None:
     gc.freeze()
 
 
-def _wait_for_change(path: Path, practice: Any = None) -> None:
+def _wait_for_change(path: Path, practice: Any = None, before: Any = None) -> None:
+    """Return once ``path`` differs from ``before`` (its stamp when the last grade read it)."""
     click.echo(f"\nwatching {path} for changes (Ctrl-C to stop)...", err=True)
-    before = _stamp(path)
+    if before is None:
+        before = _stamp(path)
     listening = practice is not None
     while _stamp(path) == before:
         # A stat() per tick costs nothing; the candidate waits for the tick. In practice,

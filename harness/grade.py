@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from harness import __version__
 from harness.agreements import NOT_REQUIRED, Agreements
+from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
 from harness.levels import LEVELS
@@ -53,6 +54,8 @@ class GradeOptions:
     """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
     agreements: Agreements = Agreements()
     """What the interview agreed about the interface; over the rubric's agreements, term by term."""
+    variant: str = "tensor"
+    """"tensor" (the whole engine is the candidate's) or "function" (each op a torch.autograd.Function)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,10 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     if isinstance(early, Report):
         return early
     submission = early
+    if options.variant != "tensor":  # what the variant allows is not a finding
+        submission = dataclasses.replace(submission, findings=dataclasses.replace(
+            submission.findings, violations=kept(submission.findings.violations, options.variant),
+            review=kept_review(submission.findings.review, options.variant)))
     protect_grader()
     plan = _plan(options)
     if submission.findings.violations:
@@ -205,6 +212,8 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
 def _check_options(options: GradeOptions) -> None:
     if options.level not in (*LEVELS, "all"):
         raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
+    if options.variant not in VARIANTS:
+        raise HarnessError(f"unknown variant {options.variant!r} (choose from {', '.join(VARIANTS)})")
 
 
 def _plan(options: GradeOptions) -> list[PlannedCheck]:
@@ -301,6 +310,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     def new_context() -> Context:
         ctx = Context(sandbox, path, options.class_name, module_name, shared)
         ctx.seed, ctx.max_examples = options.seed, options.max_examples
+        ctx.variant = options.variant
         return ctx
 
     ctx = new_context()
@@ -361,7 +371,8 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
     t0 = time.perf_counter()
-    graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
+    graded, causes = diagnose([results[c.id] for c in plan],
+                              (*static.violations, *kept(shared.violations, options.variant)),
                               rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),
                               {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
@@ -466,11 +477,12 @@ def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
 
 
 def _excuse(planned: PlannedCheck, options: GradeOptions, rubric: Rubric) -> str | None:
-    return agreements_of(options, rubric).excuse(planned.requires)
+    """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
+    return agreements_of(options, rubric).excuse(planned.requires) or not_credited(planned.concept, options.variant)
 
 
 def _excused(results: Any) -> set[str]:
-    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith(NOT_REQUIRED)}
+    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith((NOT_REQUIRED, NOT_CREDITED_TEXT))}
 
 
 def _missing(requires: frozenset[str], members: set[str], features: dict[str, Any], class_name: str) -> str | None:
@@ -487,7 +499,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
             isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = ()) -> Report:
-    violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
+    violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in kept(shared.violations, options.variant))
     if violations and status == "graded":
         status = "integrity_violation"
     points = rubric.allot([(r.id, r.level) for r in results], _excused(results))
@@ -501,13 +513,14 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
                 "max_score": rubric.levels.get(level, 0.0)}
         for level in levels_used
     }
-    review = tuple(entry.to_dict() for entry in (*static.review, *shared.review))
-    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review))
+    review = tuple(entry.to_dict() for entry in kept_review((*static.review, *shared.review), options.variant))
+    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review),
+                                 excused=_excused(scored))
     return Report(
         file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
         max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
-        root_causes=root_causes, agreements=agreements_of(options, rubric).to_dict(),
+        root_causes=root_causes, agreements=agreements_of(options, rubric).to_dict(), variant=options.variant,
     )

@@ -74,6 +74,7 @@ def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
         "rubric_sha256": _digest([options.rubric]) if options.rubric else "default",
         "specs_sha256": _digest(spec_paths(options)),
         "agreements": options.agreements.describe(),
+        "variant": options.variant,
     }
 
 

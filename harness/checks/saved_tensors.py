@@ -227,8 +227,8 @@ IN_PLACE_TEXT: Final = {
 def saved_tensors(ctx: Context) -> None:
     """Each op's graph keeps alive only what its backward needs.
 
-    Save what the rule reads and nothing else: tanh, sigmoid and exp their output, log its input, + and sum only
-    shapes; link a result to its inputs' nodes, not to the input tensors themselves.
+    Save what each rule reads (tanh its output, log its input, + and sum only shapes); link results to nodes,
+    not to input tensors.
     """
     cases = [(name, p) for name, p in CASES if all(s.spec.member in ctx.members for s in p.steps)]
     facts = ctx.probe("saved_tensors", programs=[p.to_wire() for _, p in cases], timeout=20.0)

@@ -68,6 +68,8 @@ class Report:
     isolation_note: str = ""
     """Why the isolation is only basic, when it is."""
     source_sha256: str = ""
+    variant: str = "tensor"
+    """Which reading of the task was graded: "tensor" (the whole engine) or "function" (torch.autograd.Functions)."""
     agreements: dict[str, str] = field(default_factory=dict)
     """What the interview agreed about the interface (``broadcasting``, ``upstream``, ``second_backward``);
     empty when nothing departs from the contract."""
@@ -98,6 +100,7 @@ class Report:
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
             "agreements": dict(self.agreements),
+            "variant": self.variant,
             "saved_tensors": self.saved_tensors(),
             "seed": self.seed,
             "output": self.output,
@@ -139,7 +142,7 @@ def combine(first: Report, rest: Report) -> Report:
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
         root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
-        agreements=first.agreements,
+        agreements=first.agreements, variant=first.variant,
     )
 
 

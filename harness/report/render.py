@@ -38,6 +38,8 @@ EXPANDED_PER_LEVEL: Final = 3
 """Unexplained failures shown in full per level (with their snippet); the rest get one line each unless verbose."""
 CAUSES_IN_FULL: Final = 3
 """Root causes shown with explanation, hint and snippet; the rest get one line each unless verbose."""
+INFORMATIONAL: Final = frozenset({"followups.saved_tensors"})
+"""Checks whose failure is a measurement, not a wrong answer: one line each (their table is below, with -v)."""
 _WIDTH: Final = 100
 _OUTPUT_LINES: Final = 5
 
@@ -71,6 +73,8 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False) -> 
 
 def _header(report: Report, style: Callable[..., str]) -> list[str]:
     facts = [f"seed {report.seed}", f"isolation: {report.isolation}"]
+    if report.variant != "tensor":
+        facts.insert(0, f"variant: {printable(report.variant)}")
     if report.source_sha256:
         facts.append(f"sha256 {report.source_sha256[:12]}")
     lines = [style(f"grade {printable(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
@@ -146,6 +150,11 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
         if c.outcome in _FAILING:
             if c.id in causes and not verbose:
                 explained.setdefault(causes[c.id][0], []).append(c.id)
+                continue
+            if c.id in INFORMATIONAL and not verbose:
+                mark = style(_MARKS[c.outcome], fg=_COLOURS[c.outcome])
+                lines.append(f"  {mark} {c.id:<36} {c.points:5.1f}/{c.max_points:<5.1f} "
+                             + style(f"{_first(c.message, 80)} (-v shows the table)", fg="bright_black"))
                 continue
             if not verbose and expanded >= EXPANDED_PER_LEVEL and alike[_gist(c.message)] > 1:
                 grouped.setdefault(_gist(c.message), []).append(c)
@@ -343,6 +352,9 @@ def _markdown_summary(report: Report) -> list[str]:
         lines += [f"Levels: {levels}", ""]
     if report.agreements:
         lines += [f"Agreed interface: {_agreed(report)} (checks of what was agreed away are not required)", ""]
+    if report.variant != "tensor":
+        lines += [f"Variant: {markdown_inline(report.variant)} (each op a torch.autograd.Function; what torch's "
+                  "engine does is not credited)", ""]
     if report.message:
         lines += [f"> {markdown_inline(report.message)}", ""]
     return lines

@@ -49,17 +49,18 @@ class Rubric:
         return points
 
     def interview(self, core: Mapping[str, float] | None, checks: Sequence[Any], *, graded: bool,
-                  needs_review: bool) -> dict[str, Any]:
+                  needs_review: bool, excused: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
         """The interview verdict: the core level's score against the bar, and whether a person must read the code.
 
         ``checks`` are the scored results; only the core level decides the interview. A gate
         check that was run and did not pass fails the interview whatever the points; a gate
-        the grade did not plan (a custom rubric's pattern that matches nothing) is ignored.
+        the grade did not plan (a custom rubric's pattern that matches nothing) is ignored, and so is one
+        ``excused`` (not required by the agreements, or not credited in the graded variant).
         """
         if core is None:
             return {}
         bar = self.interview_bar * core["max_score"]
-        gates_failed = [c.id for c in checks if c.level == "core" and c.outcome != "passed"
+        gates_failed = [c.id for c in checks if c.level == "core" and c.outcome != "passed" and c.id not in excused
                         and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
         passed = graded and core["score"] >= bar - 1e-9 and not gates_failed and not needs_review
         return {"passed": passed, "bar": round(bar, 2), "core_score": round(core["score"], 2),

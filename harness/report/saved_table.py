@@ -21,20 +21,25 @@ def _kept(row: dict[str, Any]) -> str:
 
 
 def text_lines(table: dict[str, Any], full: bool) -> list[str]:
-    """The table (``full``), or one line saying every graph is lean."""
+    """The whole table (``full``); else one line when every graph is lean (a failure has its own line)."""
     rows = table.get("rows", [])
     over = [r for r in rows if r.get("excess_bytes")]
     in_place = f"in-place change of a saved tensor: {printable(str(table.get('in_place_text', '')))}"
-    if not full and not over:
+    if not full:
+        if over:
+            return []
         return ["", f"saved tensors: each of {len(rows)} graphs keeps only what its backward reads; {in_place}"]
     lines = ["", "saved tensors (kept vs needed between forward and backward; grade explain saved_tensors)",
              f"  {'graph':<26} {'kept':>7} {'needed':>7} {'for nothing':>11}  kept storages"]
-    for r in rows:
+    shown = rows if full else over
+    for r in shown:
         if r.get("error"):
             lines.append(f"  {printable(r['case']):<26} could not be built: {printable(r['error'])[:60]}")
             continue
         lines.append(f"  {printable(r['case']):<26} {r['kept_bytes']:>5} B {r['needed_bytes']:>5} B "
                      f"{r['excess_bytes']:>9} B  {_kept(r)}")
+    if len(shown) < len(rows):
+        lines.append(f"  ({len(rows) - len(shown)} more graphs keep only what they need; -v shows the whole table)")
     lines.append(f"  {in_place}")
     return lines
 

@@ -25,7 +25,9 @@ import torch
 
 from harness.integrity.tripwires import Tripwires, carries_autograd
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
+from harness.sandbox.formulas import foreign_formulas
 from harness.sandbox.saved import kept_storages, storage_key
+from harness.variants import FOREIGN_FORMULA
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
 
@@ -185,6 +187,8 @@ class Evaluator:
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
                 self.tripwires.check_held()  # integrity: tracked tensors held between forward and backward
+                if request.get("variant") == "function":  # integrity: only the submission's own formulas
+                    self._check_formulas()
                 if not wire.get("backward", True):
                     continue  # nothing requires grad: torch would refuse backward too
                 out = results[wire["output"]]
@@ -222,9 +226,14 @@ class Evaluator:
             reply.setdefault("error", _error("reading results", exc))
         return reply
 
+    def _check_formulas(self) -> None:
+        for name in foreign_formulas(getattr(self.module, "__name__", ""))[:5]:
+            self.tripwires.flag(f"{FOREIGN_FORMULA} ({name})")
+
     def do_run_many(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run several programs, each on fresh leaves, in one request: one reply per program, in order."""
-        common = {"guard": request.get("guard", True), "observe": request.get("observe", "all")}
+        common = {"guard": request.get("guard", True), "observe": request.get("observe", "all"),
+                  "variant": request.get("variant", "tensor")}
         return {"results": [self.do_run({**common, "program": wire}) for wire in request["programs"]]}
 
     def do_timed_run(self, request: dict[str, Any]) -> dict[str, Any]:

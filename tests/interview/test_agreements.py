@@ -134,7 +134,7 @@ def test_batch_takes_the_same_option():
 
     assert "agree" in {p.name for p in batch.params}
     values = dict(level="all", seed=0, class_name="Tensor", specs=(), only_specs=(), rubric=None, max_examples=5,
-                  time_limit=60.0, memory_mb=512, agree=parse_agreements(TERMS))
+                  time_limit=60.0, memory_mb=512, agree=parse_agreements(TERMS), variant="tensor")
     assert _options(values, "sandbox").agreements == parse_agreements(TERMS)
 
 

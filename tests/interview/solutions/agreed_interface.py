@@ -18,19 +18,31 @@ def no_grad():
         _recording = previous
 
 
+class _Node:
+    """How a result was made: its inputs' nodes (or leaves) and the rule that reads only what it needs."""
+
+    __slots__ = ("inputs", "rule")
+
+    def __init__(self, inputs, rule):
+        self.inputs, self.rule = inputs, rule
+
+
+def _input_of(t):
+    return t._node if t._node is not None else (t if t.requires_grad else None)
+
+
 class Tensor:
     def __init__(self, data, requires_grad=False):
         self.data = data
         self.requires_grad = requires_grad
         self.grad = None
-        self._parents = ()
-        self._rule = None
+        self._node = None
 
     def _result(self, data, parents, rule):
         out = Tensor(data)
         if _recording and any(p.requires_grad for p in parents):
             out.requires_grad = True
-            out._parents, out._rule = parents, rule
+            out._node = _Node(tuple(_input_of(p) for p in parents), rule)
         return out
 
     @staticmethod
@@ -60,30 +72,34 @@ class Tensor:
         return self._result(self.data.sum(), (self,), lambda g: (g.expand(shape).clone(),))
 
     def backward(self):
-        order, seen, stack = [], {id(self)}, [(self, iter(self._parents))]
+        root = _input_of(self)
+        order, seen, stack = [], {id(root)}, [(root, iter(_inputs(root)))]
         while stack:
-            node, parents = stack[-1]
-            for p in parents:
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    stack.append((p, iter(p._parents)))
+            item, inputs = stack[-1]
+            for child in inputs:
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(_inputs(child))))
                     break
             else:
                 stack.pop()
-                order.append(node)
-        for node in order:
-            if not node._parents and node.requires_grad:
-                node.grad = None  # agreed: a new backward() starts the leaves' grads afresh
-        grads = {id(self): torch.ones_like(self.data)}
-        for node in reversed(order):
-            g = grads.pop(id(node), None)
+                order.append(item)
+        for item in order:
+            if isinstance(item, Tensor):
+                item.grad = None  # agreed: a new backward() starts the leaves' grads afresh
+        grads = {id(root): torch.ones_like(self.data)}
+        for item in reversed(order):
+            g = grads.pop(id(item), None)
             if g is None:
                 continue
-            if not node._parents:
-                if node.requires_grad:
-                    node.grad = g if node.grad is None else node.grad + g
+            if isinstance(item, Tensor):
+                item.grad = g if item.grad is None else item.grad + g
                 continue
-            for parent, pg in zip(node._parents, node._rule(g)):
-                if parent.requires_grad:
-                    grads[id(parent)] = grads[id(parent)] + pg if id(parent) in grads else pg
-            node._parents, node._rule = (), None  # free the graph once its gradient has passed on
+            for target, pg in zip(item.inputs, item.rule(g)):
+                if target is not None:
+                    grads[id(target)] = grads[id(target)] + pg if id(target) in grads else pg
+            item.inputs, item.rule = (), None  # free the graph once its gradient has passed on
+
+
+def _inputs(item):
+    return item.inputs if isinstance(item, _Node) else ()
