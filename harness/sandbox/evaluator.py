@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 
 from harness.integrity.tripwires import Tripwires, carries_autograd
+from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.sandbox.formulas import foreign_formulas
 from harness.sandbox.saved import kept_storages, storage_key
@@ -450,6 +451,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
     tripwires = Tripwires(path)
     tripwires.install()
+    processes.watch(tripwires.note, tripwires.candidate_line)
     try:
         with tripwires.guarded():
             module = load_submission(path, module_name)
