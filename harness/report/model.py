@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from harness.levels import INFORMATIONAL
+
 __all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combine", "changes"]
 
 OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
@@ -184,11 +186,14 @@ def changes(before: Report, after: Report) -> list[str]:
 
 
 def exit_code(report: Report) -> int:
-    """0 every attempted check passed; 1 some check failed; 3 not gradable; 4 integrity violation."""
+    """0 every attempted check passed; 1 some check failed; 3 not gradable; 4 integrity violation.
+
+    Informational checks (``levels.INFORMATIONAL``) count in the score, never in the exit code.
+    """
     if report.status == "integrity_violation":
         return 4
     if report.status in ("error", "timeout"):
         return 3
-    if any(c.outcome in ("failed", "error", "timeout") for c in report.checks):
+    if any(c.outcome in ("failed", "error", "timeout") and c.id not in INFORMATIONAL for c in report.checks):
         return 1
     return 0
