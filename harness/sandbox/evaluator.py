@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import torch
 
+from harness.integrity.audit import install as install_audit_hook
 from harness.integrity.tripwires import Tripwires, carries_autograd
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.ops import OPS
@@ -382,6 +383,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
     tripwires = Tripwires(path)
     tripwires.install()
+    install_audit_hook(path, tripwires.note)
     try:
         with tripwires.guarded():
             module = load_submission(path, module_name)
