@@ -54,6 +54,8 @@ _AUTOGRAD_ENTRY_POINTS: Final = {
     "make_dual": "forward-mode AD (make_dual)",
 }
 _MAX_FINDINGS: Final = 20
+_DISABLED: Final = "the submission disabled the grader's guard"
+"""How every violation of the guard's liveness starts: its hook, its mode or its watched objects were touched."""
 _REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
 _GRAD_FN = torch._C.TensorBase.grad_fn.__get__
 _TensorBase = torch._C.TensorBase
@@ -229,6 +231,17 @@ class Tripwires:
         _thread.start_new_thread = _thread.start_new = threading._start_new_thread = self._start_thread
         self._freeze, self._frozen = gc.freeze, False
         gc.freeze = self._freeze_called
+        self._enter_dual_level = torch._C._enter_dual_level
+        self._dual_level_watch = self._watch_call(self._enter_dual_level, "forward-mode AD (a dual level was entered)",
+                                                  always=True)
+        torch._C._enter_dual_level = self._dual_level_watch
+        predispatch = sys.modules.get("torch._functorch.predispatch")
+        if predispatch is not None:
+            predispatch._enter_dual_level_impl = self._dual_level_watch
+        self._disable_watch = self._watch_call(torch._C.DisableTorchFunction,
+                                               "switched torch-function modes off (torch._C.DisableTorchFunction), "
+                                               "where the grader's autograd guard is one")
+        torch._C.DisableTorchFunction = self._disable_watch
         self._threads = {t.ident for t in threading.enumerate()}
         self._snapshot = _Snapshot()
         self._installed = True
@@ -242,7 +255,31 @@ class Tripwires:
             yield
             return
         with self.guard:
-            yield
+            try:
+                yield
+            finally:
+                self._check_mode()
+
+    def _watch_call(self, original: Callable, what: str, always: bool = False) -> Callable:
+        """``original`` behind a function that flags each call the submission makes (``always``: any call)."""
+        filenames = self._filenames
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            if always or sys._getframe(1).f_code.co_filename in filenames:
+                self.flag(what)
+            return original(*args, **kwargs)
+
+        watched.__name__ = watched.__qualname__ = getattr(original, "__name__", "watched")
+        return watched
+
+    def _check_mode(self) -> None:
+        """At the end of a guarded block: the guard is still the innermost torch-function mode, and switched on."""
+        depth = torch._C._len_torch_function_stack()
+        if depth == 0 or torch._C._get_function_stack_at(depth - 1) is not self.guard:
+            self.flag(f"{_DISABLED}: its torch-function mode was removed")
+            torch._C._push_on_torch_function_stack(self.guard)  # so that leaving the block pops the guard
+        elif not torch._C._is_torch_function_mode_enabled():
+            self.flag(f"{_DISABLED}: torch-function modes were left switched off")
 
     def _freeze_called(self) -> None:
         # Counting frozen objects takes a walk over all of them: watching the call is cheap.
@@ -283,6 +320,7 @@ class Tripwires:
         try:
             self._check_tracked_tensors()
             self._check_dual_level()
+            self._check_saved_tensor_hook()
             self._check_in_place()
             self._check_threads()
         except Exception as exc:  # a check the submission broke is itself worth a look
@@ -296,9 +334,19 @@ class Tripwires:
         if autograd_tensors():
             self.flag("torch tensors that require grad were left alive by the submission")
 
+    def _check_saved_tensor_hook(self) -> None:
+        top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+        pack = top[0] if isinstance(top, tuple) and top else None
+        if getattr(pack, "__func__", None) is not Tripwires._packed or getattr(pack, "__self__", None) is not self:
+            self.flag(f"{_DISABLED}: its saved-tensor hook was removed or covered")
+            torch._C._autograd._push_saved_tensors_default_hooks(self._packed, _unpacked)
+        if not torch._C._autograd._saved_tensors_hooks_is_enabled():
+            self.flag(f"{_DISABLED}: saved-tensor hooks were switched off")
+            torch._C._autograd._saved_tensors_hooks_enable()
+
     def _check_dual_level(self) -> None:
         try:
-            level = torch._C._enter_dual_level()
+            level = self._enter_dual_level()
         except RuntimeError:
             self.flag("a forward-mode AD level (torch.autograd.forward_ad.dual_level) was left open")
             return
@@ -330,9 +378,11 @@ class Tripwires:
             tampered.append("the grader's watch on gc.freeze was removed")
         for name in self._snapshot.changed():
             tampered.append(f"{name} was replaced")
+        if torch._C._enter_dual_level is not self._dual_level_watch \
+                or torch._C.DisableTorchFunction is not self._disable_watch:
+            tampered.append("the grader's watch on forward-mode AD and torch-function modes was removed")
         for what in tampered[:5]:
-            self.note(what, "the submission changed the grader's own objects in its process: in-process "
-                            "checks can no longer be trusted, so a person must read the code")
+            self.flag(f"{_DISABLED}: {what}")
 
     def _check_threads(self) -> None:
         alive = [t for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
