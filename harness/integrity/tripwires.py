@@ -90,6 +90,8 @@ class AutogradGuard(TorchFunctionMode):
         self.counting = False
         self.calls = 0
         self.elements = 0
+        self.complex = False
+        """Whether a counted call returned a complex tensor."""
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -107,6 +109,7 @@ class AutogradGuard(TorchFunctionMode):
             self.calls += 1
             if isinstance(result, _TensorBase):
                 self.elements += result.numel()
+                self.complex = self.complex or result.is_complex()
         return result
 
     def flag(self, what: str) -> None:
@@ -119,6 +122,7 @@ class AutogradGuard(TorchFunctionMode):
     def count(self) -> Iterator[AutogradGuard]:
         """Count torch calls and result elements inside the block (the guard must be active)."""
         self.calls = self.elements = 0
+        self.complex = False
         self.counting = True
         try:
             yield self

@@ -10,6 +10,7 @@ candidate code cannot reach.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import inspect
@@ -319,29 +320,55 @@ class Evaluator:
         return facts
 
     def do_backward_cost(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Torch calls and result elements during backward of one graph at growing input sizes.
+        """Torch calls, result elements and Python calls during backward of each graph sent.
 
-        An engine's backward does the same calls whatever the size; one that
-        re-evaluates the forward pass per input element (finite differences) does not.
+        The grader sends one drawn graph at growing input sizes: an engine's backward
+        makes the same calls whatever the size; one that re-evaluates the forward pass
+        per input element (finite differences, complex step) does not.
         """
-        facts: dict[str, Any] = {"sizes": [], "calls": [], "elements": []}
-        for n in request.get("sizes", [])[:4]:
-            n = max(1, min(int(n), 256))
-            g = torch.Generator().manual_seed(n)
+        facts: dict[str, Any] = {"sizes": [], "calls": [], "elements": [], "py_calls": [], "complex": False}
+        for wire in request.get("programs", [])[:8]:
             try:
+                leaves = {w["name"]: self.cls(decode_tensor(w), requires_grad=bool(w["requires_grad"]))
+                          for w in wire["leaves"]}
+                results = dict(leaves)
                 with self.guarded():
-                    x = self.cls(torch.rand(n, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
-                    w = self.cls(torch.rand(3, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
-                    b = self.cls(torch.rand(n, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
-                    y = ((x @ w) * b + x).sum()
-                    with self.guard.count():
-                        y.backward()
+                    for step in wire["steps"]:
+                        operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
+                        results[step["name"]] = OPS[step["op"]].apply_candidate(operands, {})
+                    out = results[wire["output"]]
+                    with self.guard.count(), _counting_python_calls() as python:
+                        out.backward()
             except Exception as exc:
                 return {"error": _error("backward_cost", exc)}
-            facts["sizes"].append(n)
+            facts["sizes"].append(int(decode_tensor(wire["leaves"][0]).shape[0]))
             facts["calls"].append(self.guard.calls)
             facts["elements"].append(self.guard.elements)
+            facts["py_calls"].append(python.calls)
+            facts["complex"] = facts["complex"] or self.guard.complex
         return facts
+
+
+class _PythonCalls:
+    calls = 0
+
+
+@contextlib.contextmanager
+def _counting_python_calls() -> Any:
+    """Count the calls into Python functions (and builtins) outside the grader's own code, in this thread."""
+    counter = _PythonCalls()
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" or (event == "call" and not frame.f_code.co_filename.startswith(own)):
+            counter.calls += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield counter
+    finally:
+        sys.setprofile(previous)
 
 
 class _Failed(Exception):

@@ -195,7 +195,8 @@ _REPLIES: Final[dict[str, Check]] = {
 _REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
 _REPLIES["run_many"] = _record({"results": _list(_REPLIES["run"], 1000)}, _COMMON)
 _REPLIES["backward_cost"] = _record({}, {**_COMMON, "sizes": _list(_number, 100), "calls": _list(_number, 100),
-                                         "elements": _list(_number, 100)})
+                                         "elements": _list(_number, 100), "py_calls": _list(_number, 100),
+                                         "complex": _boolean})
 
 
 def _generic(value: Any, where: str, depth: int = 0) -> None:
