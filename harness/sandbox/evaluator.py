@@ -19,6 +19,7 @@ import socket
 import sys
 import time
 import traceback
+import types
 import weakref
 from typing import Any, Callable
 
@@ -264,7 +265,14 @@ class Evaluator:
         return {"grad": _observe_tensor(x.grad), "backward_seconds": time.perf_counter() - t0}
 
     def do_memory_release(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Do the graph's intermediate tensors die after backward while the output lives?"""
+        """Do the graph's intermediate tensors die after backward while the output lives?
+
+        Measured on the candidate's own objects, not on what ``.data`` returns (a property
+        may hand out a fresh copy every time): an intermediate is alive after backward if
+        its ``Tensor`` object or its ``.data`` is still alive, or if a torch tensor of its
+        shape (``x @ w`` is 4x5, no leaf or gradient is) is still reachable from the
+        output or the leaves.
+        """
         torch.manual_seed(0)
         try:
             with self.guarded():
@@ -273,21 +281,26 @@ class Evaluator:
                 h = (x @ w).relu()
                 k = h * h
                 y = k.sum()
-            probes = [weakref.ref(h.data), weakref.ref(k.data)]
+            probes = [_weak(h), _weak(k), weakref.ref(h.data), weakref.ref(k.data)]
             del h, k
             gc.collect()
-            alive_before = sum(p() is not None for p in probes)
+            alive_before = _count_alive(probes) or min(2, _reachable_of_shape([y, x, w], (4, 5)))
             with self.guarded():
                 y.backward()
             gc.collect()
-            alive_after = sum(p() is not None for p in probes)
+            alive_after = max(_count_alive(probes), min(2, _reachable_of_shape([y, x, w], (4, 5))))
         except Exception as exc:
             return {"error": _error("memory_release", exc)}
         return {"alive_before": alive_before, "alive_after": alive_after, "grad_x": _observe_tensor(x.grad),
                 "x": encode_tensor(x.data), "w": encode_tensor(w.data)}
 
     def do_no_grad(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Inside no_grad(): results do not require grad and hold no reference to their inputs."""
+        """Inside no_grad(): results do not require grad and hold no reference to their inputs.
+
+        "No reference" is measured on the candidate's own objects: neither the ``Tensor``
+        ``h`` nor any torch tensor it holds is reachable from ``z``, and once dropped,
+        ``h`` (and its ``.data``) is freed.
+        """
         no_grad = getattr(self.module, "no_grad", None)
         facts: dict[str, Any] = {}
         try:
@@ -299,10 +312,16 @@ class Evaluator:
                 facts["h_requires_grad"] = _flag(h)
                 facts["z_requires_grad"] = _flag(z)
                 facts["z_value"] = _data_of(z)
-            probe = weakref.ref(h.data)
+            held = _reachable([h], stop={id(x)})
+            shape = tuple(getattr(h.data, "shape", ()))  # h's own storage, not a constant it shares with others
+            own = {i for i, obj in held.items() if obj is h or (isinstance(obj, torch.Tensor)
+                                                                 and tuple(obj.shape) == shape and shape != ())}
+            reached = own & set(_reachable([z]))
+            del held
+            probes = [_weak(h), weakref.ref(h.data)]
             del h
             gc.collect()
-            facts["intermediate_freed"] = probe() is None
+            facts["intermediate_freed"] = not reached and _count_alive(probes) == 0
             with self.guarded():
                 after = (x * x).sum()
             facts["after_requires_grad"] = _flag(after)
@@ -347,6 +366,46 @@ class Evaluator:
             facts["py_calls"].append(python.calls)
             facts["complex"] = facts["complex"] or self.guard.complex
         return facts
+
+
+def _weak(obj: Any) -> Callable[[], Any]:
+    """A weak reference to ``obj``, or a dead one when its class allows none (``__slots__``)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: None
+
+
+def _count_alive(probes: list[Callable[[], Any]]) -> int:
+    """How many of the pairs (object, its .data) in ``probes`` (objects first, then their data) still live."""
+    half = len(probes) // 2
+    return sum(probes[i]() is not None or probes[half + i]() is not None for i in range(half)) if half else 0
+
+
+_MAX_REACHED = 200_000
+
+
+def _reachable(roots: list[Any], stop: set[int] = frozenset()) -> dict[int, Any]:  # type: ignore[assignment]
+    """Objects reachable from ``roots`` through references, not through modules, classes or module globals.
+
+    What a module or a class holds lives as long as the program: it is not what a graph keeps alive.
+    """
+    module_dicts = {id(vars(m)) for m in list(sys.modules.values()) if m is not None and hasattr(m, "__dict__")}
+    seen: dict[int, Any] = {}
+    todo = list(roots)
+    while todo and len(seen) < _MAX_REACHED:
+        obj = todo.pop()
+        key = id(obj)
+        if key in seen or key in stop or key in module_dicts or isinstance(obj, (type, types.ModuleType)):
+            continue
+        seen[key] = obj
+        todo.extend(gc.get_referents(obj))
+    return seen
+
+
+def _reachable_of_shape(roots: list[Any], shape: tuple[int, ...]) -> int:
+    """How many torch tensors of ``shape`` are reachable from ``roots``."""
+    return sum(1 for obj in _reachable(roots).values() if isinstance(obj, torch.Tensor) and tuple(obj.shape) == shape)
 
 
 class _PythonCalls:
