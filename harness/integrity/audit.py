@@ -51,6 +51,9 @@ _WATCHED: Final = PROCESS_EVENTS | _CODE_EVENTS | frozenset({
     "socket.__new__", "socket.connect", "socket.bind", "os.kill", "os.remove", "os.rename", "os.chmod",
     "os.listdir", "os.scandir", "shutil.rmtree", "sys.monitoring.register_callback",
 })
+_WATCHED_ATTRIBUTES: Final = frozenset({"__code__", "tb_frame", "gi_frame"})
+"""Audited attribute reads worth a look: swapping a function's code, reaching frames through tracebacks and
+generators (CPython 3.11 also audits ``f_code``, ``gi_code`` and defaults, which every traceback reads)."""
 _WHY_OF_EVENT: Final = {
     "compile": "code", "exec": "code", "function.__new__": "code", "code.__new__": "code", "marshal.loads": "decode",
     "marshal.load": "decode", "pickle.find_class": "decode", "open": "open", "gc.get_objects": "objects",
@@ -114,6 +117,8 @@ def install(submission: str, record: Record) -> None:
     def hook(event: str, args: tuple) -> None:
         if event not in _WATCHED and not event.startswith("ctypes."):
             return
+        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _WATCHED_ATTRIBUTES):
+            return  # f_code and the like: read by every traceback, the grader's own included
         if getattr(busy, "on", False):
             return  # the hook's own sys._getframe
         busy.on = True
@@ -141,9 +146,8 @@ def install(submission: str, record: Record) -> None:
             if verdict is not None:
                 _note(f"import {name}", verdict[1], line)
             return False
-        if event == "object.__getattr__" and len(args) > 1 and str(args[1]) in ("__code__", "__defaults__",
-                                                                                 "__kwdefaults__"):
-            why = "dunder"
+        if event == "object.__getattr__":
+            why = "dunder" if args[1] == "__code__" else "frames"
         else:
             why = _WHY_OF_EVENT.get(event, "process")
         _note(_describe(event, args), WHY[why], line)

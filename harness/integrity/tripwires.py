@@ -54,6 +54,7 @@ _AUTOGRAD_ENTRY_POINTS: Final = {
     "make_dual": "forward-mode AD (make_dual)",
 }
 _MAX_FINDINGS: Final = 20
+_MAX_RAN: Final = 2000
 _DISABLED: Final = "the submission disabled the grader's guard"
 """How every violation of the guard's liveness starts: its hook, its mode or its watched objects were touched."""
 _REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
@@ -178,6 +179,9 @@ class Tripwires:
         self._reported = (0, 0)
         self.guard = AutogradGuard(self.flag)
         self._installed = False
+        self._tracer: Callable | None = None
+        self._ran: set[tuple[str, int]] = set()
+        self._ran_new: list[tuple[str, int]] = []
 
     # ---- findings ----
 
@@ -206,6 +210,9 @@ class Tripwires:
             seen_r = 0
         reply["violations"] = self.violations[seen_v:]
         reply["review"] = self.review[seen_r:]
+        if self._ran_new:
+            reply["ran"] = [list(scope) for scope in self._ran_new[:_MAX_RAN]]
+            self._ran_new = []
         self._reported = (len(self.violations), len(self.review))
         return reply
 
@@ -276,6 +283,43 @@ class Tripwires:
         watched.__name__ = watched.__qualname__ = getattr(original, "__name__", "watched")
         return watched
 
+    def trace_calls(self) -> None:
+        """From now on, record which of the submission's functions run (evidence of use for the scan's findings).
+
+        A global trace function sees every new Python frame (and asks for no line events); it
+        is set only for grades whose scan found a violation, and paused for timed runs.
+        """
+        filenames, ran, new = self._filenames, self._ran, self._ran_new
+
+        def tracer(frame: Any, event: str, arg: Any) -> None:
+            code = frame.f_code
+            if code.co_filename in filenames:
+                scope = (code.co_name, code.co_firstlineno)
+                if scope not in ran:
+                    ran.add(scope)
+                    new.append(scope)
+
+        self._tracer = tracer
+        sys.settrace(tracer)
+        threading.settrace(tracer)
+
+    @contextlib.contextmanager
+    def untraced(self) -> Iterator[None]:
+        """Pause the record of which functions run (timed runs measure the engine, not the record)."""
+        if self._tracer is None:
+            yield
+            return
+        sys.settrace(None)
+        try:
+            yield
+        finally:
+            sys.settrace(self._tracer)
+
+    def _check_tracer(self) -> None:
+        if self._tracer is not None and sys.gettrace() is not self._tracer:
+            self.flag(f"{_DISABLED}: its record of which functions ran was switched off")
+            sys.settrace(self._tracer)
+
     def _check_mode(self) -> None:
         """At the end of a guarded block: the guard is still the innermost torch-function mode, and switched on."""
         depth = torch._C._len_torch_function_stack()
@@ -325,6 +369,7 @@ class Tripwires:
             self._check_tracked_tensors()
             self._check_dual_level()
             self._check_saved_tensor_hook()
+            self._check_tracer()
             self._check_in_place()
             self._check_threads()
         except Exception as exc:  # a check the submission broke is itself worth a look
@@ -372,7 +417,7 @@ class Tripwires:
         mine = vars(self)
         if set(mine) != set(own_vars) or any(mine[k] is not own_vars[k] for k in own_vars
                                               if k not in ("violations", "_reported", "_frozen", "_guard_state",
-                                                           "_kinds")):
+                                                           "_kinds", "_tracer", "_ran_new")):
             tampered.append("the grader's runtime checks were changed")
         if self.violations != self._ledger or self.review is not review:
             tampered.append("the grader's record of what it saw was emptied")

@@ -224,6 +224,11 @@ class Evaluator:
             reply.setdefault("error", _error("reading results", exc))
         return reply
 
+    def do_trace_calls(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Record from now on which of the submission's functions run (replies carry them as "ran")."""
+        self.tripwires.trace_calls()
+        return {}
+
     def do_run_many(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run several programs, each on fresh leaves, in one request: one reply per program, in order."""
         common = {"guard": request.get("guard", True), "observe": request.get("observe", "all")}
@@ -239,7 +244,8 @@ class Evaluator:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self.do_run(request)
+            with self.tripwires.untraced():
+                return self.do_run(request)
         finally:
             if enabled:
                 gc.enable()

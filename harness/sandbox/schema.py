@@ -177,7 +177,9 @@ _HELLO: Final = _either(
     _record({"kind": _literal("import_error"), "error": _ERROR}, {"violations": _VIOLATIONS, "review": _REVIEW}),
 )
 
-_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW}
+_RAN: Final = _list(_list(_either(_text(MAX_NAME), _count), 2), 2000)
+"""The submission's functions that ran since the last reply, as ``[name, first line]``."""
+_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW, "ran": _RAN}
 
 _REPLIES: Final[dict[str, Check]] = {
     "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),
@@ -192,6 +194,7 @@ _REPLIES: Final[dict[str, Check]] = {
 }
 
 
+_REPLIES["trace_calls"] = _record({}, _COMMON)
 _REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
 _REPLIES["run_many"] = _record({"results": _list(_REPLIES["run"], 1000)}, _COMMON)
 _REPLIES["backward_cost"] = _record({}, {**_COMMON, "sizes": _list(_number, 100), "calls": _list(_number, 100),
