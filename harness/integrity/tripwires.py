@@ -317,17 +317,17 @@ class Tripwires:
 
     def _check_tracer(self) -> None:
         if self._tracer is not None and sys.gettrace() is not self._tracer:
-            self.flag(f"{_DISABLED}: its record of which functions ran was switched off")
+            _FLAG(self, f"{_DISABLED}: its record of which functions ran was switched off")
             sys.settrace(self._tracer)
 
     def _check_mode(self) -> None:
         """At the end of a guarded block: the guard is still the innermost torch-function mode, and switched on."""
         depth = torch._C._len_torch_function_stack()
         if depth == 0 or torch._C._get_function_stack_at(depth - 1) is not self.guard:
-            self.flag(f"{_DISABLED}: its torch-function mode was removed")
+            _FLAG(self, f"{_DISABLED}: its torch-function mode was removed")
             torch._C._push_on_torch_function_stack(self.guard)  # so that leaving the block pops the guard
         elif not torch._C._is_torch_function_mode_enabled():
-            self.flag(f"{_DISABLED}: torch-function modes were left switched off")
+            _FLAG(self, f"{_DISABLED}: torch-function modes were left switched off")
 
     def _freeze_called(self) -> None:
         # Counting frozen objects takes a walk over all of them: watching the call is cheap.
@@ -387,10 +387,10 @@ class Tripwires:
         top = torch._C._autograd._top_saved_tensors_default_hooks(False)
         pack = top[0] if isinstance(top, tuple) and top else None
         if getattr(pack, "__func__", None) is not Tripwires._packed or getattr(pack, "__self__", None) is not self:
-            self.flag(f"{_DISABLED}: its saved-tensor hook was removed or covered")
+            _FLAG(self, f"{_DISABLED}: its saved-tensor hook was removed or covered")
             torch._C._autograd._push_saved_tensors_default_hooks(self._packed, _unpacked)
         if not torch._C._autograd._saved_tensors_hooks_is_enabled():
-            self.flag(f"{_DISABLED}: saved-tensor hooks were switched off")
+            _FLAG(self, f"{_DISABLED}: saved-tensor hooks were switched off")
             torch._C._autograd._saved_tensors_hooks_enable()
 
     def _check_dual_level(self) -> None:
@@ -431,13 +431,18 @@ class Tripwires:
                 or torch._C.DisableTorchFunction is not self._disable_watch:
             tampered.append("the grader's watch on forward-mode AD and torch-function modes was removed")
         for what in tampered[:5]:
-            self.flag(f"{_DISABLED}: {what}")
+            _FLAG(self, f"{_DISABLED}: {what}")
 
     def _check_threads(self) -> None:
         alive = [t for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
         if alive:
             self.note(f"{len(alive)} thread(s) still running",
                       "left threads running after the request, outside what the grader asked for")
+
+
+_FLAG: Final = Tripwires.flag
+"""The class's own ``flag``, kept apart: a submission that shadows ``flag`` on the instance (or the class)
+silences what the guard sees, not the report that the guard was touched."""
 
 
 def _unpacked(tensor: torch.Tensor) -> torch.Tensor:
