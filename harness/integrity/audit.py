@@ -51,6 +51,9 @@ _WATCHED: Final = PROCESS_EVENTS | _CODE_EVENTS | frozenset({
     "socket.__new__", "socket.connect", "socket.bind", "os.kill", "os.remove", "os.rename", "os.chmod",
     "os.listdir", "os.scandir", "shutil.rmtree", "sys.monitoring.register_callback",
 })
+_NO_LIBRARY_NEEDS: Final = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace",
+                                       "sys.setprofile", "function.__new__", "code.__new__", "sys._current_frames"})
+"""Events no library does on an engine's behalf: the submission's whenever its frame is anywhere on the stack."""
 _WATCHED_ATTRIBUTES: Final = frozenset({"__code__", "tb_frame", "gi_frame"})
 """Audited attribute reads worth a look: swapping a function's code, reaching frames through tracebacks and
 generators (CPython 3.11 also audits ``f_code``, ``gi_code`` and defaults, which every traceback reads)."""
@@ -83,21 +86,25 @@ def install(submission: str, record: Record) -> None:
     def library(filename: str) -> bool:
         return (filename.startswith(stdlib) and "-packages" not in filename) or filename.startswith("<")
 
-    def attribute(event: str) -> tuple[bool, int | None]:
-        """(the submission's, its innermost line on the stack)."""
+    def attribute(event: str) -> tuple[bool, int | None, bool]:
+        """(the submission's, its innermost line on the stack, whether an import runs inside the submission's call)."""
         frame = sys._getframe(3)  # past attribute, _judge and hook
         passed: list[str] = []
         actor: bool | None = None
         line = None
+        importing = False
         while frame is not None:
             filename = frame.f_code.co_filename
+            frozen_import = filename.startswith("<frozen importlib")
             if filename in own:
                 if line is None:
                     line = frame.f_lineno
                 if actor is None:
                     actor = True
-            elif actor is None:
-                if filename.startswith("<frozen importlib"):
+            elif frozen_import and line is None:
+                importing = True  # a module is being imported inside the submission's call
+            if filename not in own and actor is None:
+                if frozen_import:
                     if event != "import":
                         actor = False  # a module's own body running at its import
                 elif library(filename):
@@ -112,7 +119,7 @@ def install(submission: str, record: Record) -> None:
         if actor and any(filename.endswith(suffix) and event in events
                          for filename in passed for suffix, events in _HELPERS.items()):
             actor = False
-        return bool(actor), line
+        return bool(actor), line, importing
 
     def hook(event: str, args: tuple) -> None:
         if event not in _WATCHED and not event.startswith("ctypes."):
@@ -130,8 +137,10 @@ def install(submission: str, record: Record) -> None:
             raise PermissionError(f"{event} is not allowed while a submission is graded")
 
     def _judge(event: str, args: tuple) -> bool:
-        ours, line = attribute(event)
+        ours, line, importing = attribute(event)
         on_stack = line is not None
+        if on_stack and not ours and not importing and event in _NO_LIBRARY_NEEDS:
+            ours = True  # called back from torch's or numpy's code (tree_map(gc.get_objects, ...)): still the file's
         candidate_thread = threading.current_thread() is not main_thread
         if (event in PROCESS_EVENTS or event.startswith("ctypes.")) and (on_stack or candidate_thread):
             blocked = event in RAW_MEMORY_EVENTS

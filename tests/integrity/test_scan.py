@@ -359,3 +359,22 @@ def test_numpy_markers_and_printing_are_clean():
     source = ("import numpy as np\n\ndef total(x, axis=None, keepdims=np._NoValue):\n"
               "    keep = keepdims is not np._NoValue\n    return np.array2string(np.asarray(x)), keep\n")
     assert _scan(source) == Findings()
+
+
+@pytest.mark.parametrize("source, expected", [
+    # other standard-library resolvers and text-to-object gadgets
+    ("import pkgutil\ng = pkgutil.resolve_name('torch.autograd:grad')\n", [(1, "import")]),
+    ("import pydoc\ng = pydoc.locate('torch.autograd.grad')\n", [(1, "unknown")]),
+    ("import functools, torch\ng = functools.reduce(getattr, ['autograd', 'grad'], torch)\n", [(2, "getattr")]),
+    ("import pickle\ng = pickle.loads(b'ctorch.autograd\\ngrad\\n.')\n", [(1, "decode")]),
+    ("import logging.config\nlogging.config.dictConfig({})\n", [(1, "resolver"), (2, "resolver")]),
+    ("import typing\nclass N:\n    g: 'torch.autograd.grad'\nh = typing.get_type_hints(N)\n", [(4, "resolver")]),
+    # other ways to the grader's objects
+    ("import torch\nmodes = torch.overrides.TorchFunctionMode.__subclasses__()\n", [(2, "modes"), (2, "dunder")]),
+    ("import torch.utils._pytree as p, gc\nfound = p.tree_map(gc.get_objects, [None])\n",
+     [(1, "torch_tools"), (2, "torch_tools"), (2, "objects")]),
+    ("import sys\ndef f():\n    return sys.exc_info()[2].tb_frame\n", [(3, "frames")]),
+])
+def test_resolvers_and_ways_to_the_grader_are_review_entries(source, expected):
+    assert _violations(source) == []
+    assert _review(source) == expected

@@ -143,6 +143,11 @@ AUDITED = {
         import gc
         gc.get_referrers(t)
         ''', "gc.get_referrers()", "seen at run time: scans or reaches every live object"),
+    "laundered_through_torch": ('''
+        import gc
+        import torch.utils._pytree as pytree
+        pytree.tree_map(gc.get_objects, [None])
+        ''', "gc.get_objects()", "seen at run time: scans or reaches every live object"),
     "late_import": ('''
         import pydoc
         ''', "import pydoc", "seen at run time: a module outside the allowlist"),
