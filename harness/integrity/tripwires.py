@@ -60,6 +60,9 @@ _DISABLED: Final = "the submission disabled the grader's guard"
 _REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
 _GRAD_FN = torch._C.TensorBase.grad_fn.__get__
 _TensorBase = torch._C.TensorBase
+_PLAIN: set = set()
+"""Torch functions seen and known not to be an entry into torch's autograd: the guard's fast path."""
+_MAX_PLAIN: Final = 5000
 
 
 def carries_autograd(value: Any) -> bool:
@@ -95,23 +98,40 @@ class AutogradGuard(TorchFunctionMode):
         """Whether a counted call returned a complex tensor."""
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        owner = getattr(getattr(func, "__self__", None), "__name__", "")
-        if name in _AUTOGRAD_ENTRY_POINTS and not (name == "requires_grad_" and (args[1:2] == (False,)
-                                                                                 or kwargs.get("requires_grad") is False)):
-            self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
-        elif name == "__set__" and owner == "requires_grad" and len(args) > 1 and bool(args[1]):
-            self.flag("set requires_grad=True on a torch tensor")
-        result = func(*args, **kwargs)
-        if carries_autograd(result):
-            self.flag(f"{getattr(func, '__qualname__', name)} returned a torch tensor that requires grad")
-        if self.counting:
-            self.calls += 1
-            if isinstance(result, _TensorBase):
+        if func not in _PLAIN:
+            self._inspect_call(func, args, kwargs or {})
+        result = func(*args, **kwargs) if kwargs else func(*args)
+        if isinstance(result, _TensorBase):
+            try:
+                tracked = _REQUIRES_GRAD(result) or _GRAD_FN(result) is not None
+            except Exception:  # a tensor torch itself cannot read is not evidence
+                tracked = False
+            if tracked:
+                self.flag(f"{getattr(func, '__qualname__', getattr(func, '__name__', ''))} returned a torch tensor "
+                          "that requires grad")
+            if self.counting:
+                self.calls += 1
                 self.elements += result.numel()
                 self.complex = self.complex or result.is_complex()
+        elif self.counting:
+            self.calls += 1
         return result
+
+    def _inspect_call(self, func: Callable, args: tuple, kwargs: dict) -> None:
+        """Flag a call into torch's autograd; remember functions that never are one (most of them)."""
+        name = getattr(func, "__name__", "")
+        owner = getattr(getattr(func, "__self__", None), "__name__", "")
+        if name in _AUTOGRAD_ENTRY_POINTS:
+            if not (name == "requires_grad_" and (args[1:2] == (False,) or kwargs.get("requires_grad") is False)):
+                self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
+        elif name == "__set__" and owner == "requires_grad":
+            if len(args) > 1 and bool(args[1]):
+                self.flag("set requires_grad=True on a torch tensor")
+        elif len(_PLAIN) < _MAX_PLAIN:
+            try:
+                _PLAIN.add(func)
+            except TypeError:  # unhashable: judged again at every call
+                pass
 
     def flag(self, what: str) -> None:
         if self._record is not None:
