@@ -75,12 +75,12 @@ def _structure(rng: random.Random) -> list[str]:
 
 
 def draw_cost_graphs(rng: random.Random, count: int = PROBES_PER_GRADE) -> list[tuple[Program, Program]]:
-    """``count`` pairs of one drawn graph at a small and a large number of input rows (8..12 times more)."""
+    """``count`` pairs of one drawn graph at a small and a large number of input rows (10..14 times more)."""
     pairs = []
     for _ in range(count):
         ops, inner, cols, seed = _structure(rng), rng.randint(2, 4), rng.randint(2, 4), rng.getrandbits(31)
-        small = rng.randint(3, 5)
-        pairs.append((_graph(seed, ops, small, inner, cols), _graph(seed, ops, small * rng.randint(8, 12), inner,
+        small = rng.randint(2, 3)
+        pairs.append((_graph(seed, ops, small, inner, cols), _graph(seed, ops, small * rng.randint(10, 14), inner,
                                                                     cols)))
     return pairs
 
@@ -122,7 +122,8 @@ def review_at_run_time(ctx: Any, members: set[str], line: int | None,
         ctx.shared.add_review(found)
         return found  # a backward that does not return would spend the grade's timeout budget on probes
     try:
-        facts = ctx.probe("backward_cost", programs=[p.to_wire() for pair in pairs for p in pair], timeout=3.0)
+        # Slow for what it catches (a replay per input element), never for an engine: a longer wait.
+        facts = ctx.probe("backward_cost", programs=[p.to_wire() for pair in pairs for p in pair], timeout=6.0)
         entry = judge_backward_cost(facts, line)
         found += [entry] if entry else []
     except (CandidateError, CandidateTimeout):
@@ -178,16 +179,19 @@ def _judge_pair(sizes: list[int], calls: list[int], elements: list[int], py_call
 def judge_accuracy(got: dict[str, Any], expected: dict[str, Any], line: int | None,
                    graph: Program | None = None) -> ReviewEntry | None:
     """The finite-difference signature in gradients of a smooth graph (``graph``, to name it), or None."""
-    worst = 0.0
+    worst, compared = 0.0, 0
     for name, want in expected.items():
+        if want is None:
+            continue  # a leaf the drawn graph does not use
         have = got.get(name)
         if not isinstance(want, torch.Tensor) or not isinstance(have, torch.Tensor) or have.shape != want.shape:
             return None
+        compared += 1
         error = ((have.to(torch.float64) - want).abs() / want.abs().clamp_min(1e-300)).max().item()
         if not error == error:  # NaN
             return None
         worst = max(worst, error)
-    if EXACT < worst < WRONG:
+    if compared and EXACT < worst < WRONG:
         named = f" ({graph.expression()})" if graph is not None else ""
         return ReviewEntry(line, "backward()", (
             f"gradients match torch only to {worst:.1e} relative on a smooth float64 graph{named}; rules applied "

@@ -116,8 +116,17 @@ def test_the_probe_graphs_are_drawn_per_grade():
         second[0][0].leaf("x").value.shape
     for small, large in first:
         assert small.expression() == large.expression()
-        assert 8 * small.leaf("x").value.shape[0] <= large.leaf("x").value.shape[0]
+        assert 10 * small.leaf("x").value.shape[0] <= large.leaf("x").value.shape[0]
     drawn = {draw_smooth_graphs(random.Random(seed), 1)[0].expression() for seed in range(20)}
     assert len(drawn) > 5
     for graph in draw_smooth_graphs(random.Random(3), 4):
         assert all(bool((leaf.value >= 0.5).all()) for leaf in graph.leaves)
+
+
+def test_a_leaf_the_drawn_graph_does_not_use_is_left_out_of_the_comparison():
+    exact = _expected()
+    approximate = {name: g * (1 + 2e-9) for name, g in exact.items()}
+    unused = {**exact, "b": None}
+    assert judge_accuracy({**approximate, "b": None}, unused, 2) is not None
+    assert judge_accuracy({**exact, "b": None}, unused, 2) is None
+    assert judge_accuracy({}, {"b": None}, 2) is None
