@@ -18,7 +18,7 @@ import click
 from harness import __version__
 from harness.errors import HarnessError
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "gradescope")
 LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 
 
@@ -94,10 +94,13 @@ def _isolate_imports() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="List every check in the text report, passes included.")
 @click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the report as JSON, Markdown and text into this folder.")
+@click.option("--visibility", "visibility", multiple=True, metavar="PATTERN=VISIBILITY",
+              help="Gradescope visibility of the tests whose id, level or concept matches PATTERN (visible, hidden, "
+                   "after_due_date, after_published; repeatable, the last match wins).")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
                rubric: Path | None,
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
-               require_sandbox: bool, verbose: bool, output_dir: Path | None) -> None:
+               require_sandbox: bool, verbose: bool, output_dir: Path | None, visibility: tuple[str, ...]) -> None:
     """Grade the submission PATH."""
     # Everything up to the first grade is torch-free: a file that cannot be graded is
     # reported from its source alone, in milliseconds.
@@ -105,6 +108,11 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     from harness.report.model import Report, exit_code
     from harness.report.render import RENDERERS
 
+    rules = visibility_rules(visibility)
+    if watch and fmt == "gradescope":
+        raise click.BadParameter("--watch shows the text, JSON or Markdown report", param_hint="--format")
+    if fmt == "gradescope":  # Gradescope shows the student a results.json, whatever goes wrong
+        click.get_current_context().meta["harness.gradescope"] = True
     isolation = "sandbox" if require_sandbox else "auto"
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
@@ -125,10 +133,40 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
         finally:
             if launcher is not None:
                 launcher.close()
-    click.echo(RENDERERS[fmt](report, colour, verbose))
+    if fmt == "gradescope":
+        click.echo(render_gradescope(report, rules))
+    else:
+        click.echo(RENDERERS[fmt](report, colour, verbose))
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
     sys.exit(exit_code(report))
+
+
+def visibility_rules(rules: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    from harness.report.tables import parse_visibility
+
+    try:
+        return parse_visibility(rules)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--visibility") from None
+
+
+def render_gradescope(report: Any, rules: tuple[tuple[str, str], ...]) -> str:
+    import json
+
+    from harness.report.tables import gradescope_results
+
+    return json.dumps(gradescope_results(report.to_dict(), rules), indent=2)
+
+
+def _gradescope_fail(message: str) -> None:
+    """A file that cannot be graded at all, as Gradescope results: score 0 and the reason (exit code 2)."""
+    import json
+
+    click.echo(json.dumps({"score": 0.0, "output": f"could not be graded: {message}", "output_format": "text",
+                           "visibility": "visible", "stdout_visibility": "hidden", "tests": []}, indent=2))
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
 
 
 def specs_replaced(specs: tuple[Path, ...], only_specs: tuple[Path, ...]) -> bool:
@@ -283,6 +321,9 @@ def init(path: Path) -> None:
 
 
 def _fail(message: str) -> None:
+    context = click.get_current_context(silent=True)
+    if context is not None and context.meta.get("harness.gradescope"):
+        _gradescope_fail(message)
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
 

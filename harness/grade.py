@@ -51,6 +51,8 @@ class GradeOptions:
     """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
     levels: tuple[str, ...] = ()
     """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
+    follow_links: bool = True
+    """Whether a submission file may be a symbolic link: a batch's never may (its candidates chose the files)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         skipped, causes = diagnose(skipped, submission.findings.violations, None, {})
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256, root_causes=causes)
+                       isolation_note="", sha256=submission.sha256, root_causes=causes, source_note=submission.note)
     limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     owned: list[Any] = []
     try:
@@ -192,7 +194,7 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name, scan=scan)
+        return read_submission(path, options.class_name, scan=scan, follow_links=options.follow_links)
     except Unrunnable as exc:
         return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
                        Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",
@@ -290,8 +292,9 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
 
     path, static, sha256 = submission.path, submission.findings, submission.sha256
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
-                               sha256=sha256)
+                               sha256=sha256, source_note=submission.note)
     module_name = path.stem if path.stem.isidentifier() else "solution"
+    sandbox.provide_source(path, submission.text)
     shared = Shared(deadline=started + options.time_limit)
     shared.trace_calls = bool(static.violations)  # evidence of use: which functions ran
 
@@ -455,7 +458,8 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = ()) -> Report:
+            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
+            source_note: str = "") -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
     if violations and status == "graded":
         status = "integrity_violation"
@@ -478,5 +482,6 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_violations=violations, message=message, seed=options.seed, interview=interview,
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
+        source_note=source_note,
         root_causes=root_causes,
     )

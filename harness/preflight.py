@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from harness import notebooks
 from harness.errors import HarnessError
 from harness.integrity import Findings, inspect_source
 
-__all__ = ["Submission", "Unrunnable", "read_submission", "MAX_SOURCE_BYTES"]
+__all__ = ["Submission", "Unrunnable", "read_submission", "read_capped", "MAX_SOURCE_BYTES"]
 
 MAX_SOURCE_BYTES: Final = 1024 * 1024
 """A hand-written engine is a few hundred lines; anything this large is not a submission."""
@@ -30,6 +33,8 @@ class Submission:
     text: str
     sha256: str
     findings: Findings
+    note: str = ""
+    """How the source was read when it was not simply the file (a notebook's code cells)."""
 
 
 class Unrunnable(Exception):
@@ -41,24 +46,26 @@ class Unrunnable(Exception):
         self.sha256 = sha256
 
 
-def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True) -> Submission:
+def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True,
+                    follow_links: bool = True) -> Submission:
     """The submission at ``path``, read, parsed and (with ``scan``) scanned; never imported.
+
+    Only a regular file is read, and at most MAX_SOURCE_BYTES of it; ``follow_links=False``
+    (a batch, whose files the candidates chose) refuses a symbolic link too.
 
     The scan walks the modules a submission may use, torch among them, so it imports
     torch: ``scan=False`` decides what the source alone decides, in milliseconds.
     """
     path = Path(path)
-    if path.is_dir():
-        raise HarnessError(f"{path}: is a folder, not a submission file (grade batch grades a folder)")
-    if not path.is_file():
-        raise HarnessError(f"{path}: no such file")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read the submission: {exc.strerror}") from None
-    if len(raw) > MAX_SOURCE_BYTES:
-        raise HarnessError(f"{path}: {len(raw):,} bytes is too large for a submission (at most {MAX_SOURCE_BYTES:,})")
+    raw = read_capped(path, MAX_SOURCE_BYTES, follow_links=follow_links)
     sha256 = hashlib.sha256(raw).hexdigest()
+    note = ""
+    if path.suffix == notebooks.SUFFIX:
+        try:
+            text, note = notebooks.notebook_source(raw)
+        except ValueError as exc:
+            raise HarnessError(f"{path}: {exc}") from None
+        raw = text.encode("utf-8", errors="surrogatepass")
     try:
         if b"\0" in raw:
             raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), raw.index(b"\0") + 1, "NUL byte")
@@ -68,14 +75,64 @@ def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True
     try:
         tree = ast.parse(text, str(path))
     except SyntaxError as exc:
-        if path.suffix != ".py":
+        if path.suffix not in (".py", notebooks.SUFFIX):
             raise HarnessError(f"{path}: not a Python source file ({exc.msg} at line {exc.lineno})") from None
         raise Unrunnable(_syntax_message(exc), sha256) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise Unrunnable(f"the source cannot be parsed: {type(exc).__name__}", sha256) from None
     if not tree.body:
         raise Unrunnable(f"the submission is empty: it defines no class named {class_name!r}", sha256)
-    return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings())
+    return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings(), note)
+
+
+def read_capped(path: Path, cap: int, *, follow_links: bool = True) -> bytes:
+    """The bytes of the regular file at ``path``, refused (HarnessError) when it is anything else or holds
+    more than ``cap`` bytes.
+
+    The size is checked before reading and at most ``cap + 1`` bytes are read, so a FIFO,
+    a device or a sparse file of many gigabytes costs nothing; the file is opened
+    non-blocking and checked again once open, so one swapped in meanwhile is refused too.
+    """
+    try:
+        info = os.stat(path) if follow_links else os.lstat(path)
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read the submission: {exc.strerror}") from None
+    _check_kind(path, info.st_mode, info.st_size, cap)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read the submission: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        _check_kind(path, info.st_mode, info.st_size, cap)
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read the submission: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if size > cap:
+        raise HarnessError(f"{path}: more than {cap:,} bytes is too large for a submission (at most {cap:,})")
+    return b"".join(chunks)
+
+
+def _check_kind(path: Path, mode: int, size: int, cap: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise HarnessError(f"{path}: is a folder, not a submission file (grade batch grades a folder)")
+    if stat.S_ISLNK(mode):
+        raise HarnessError(f"{path}: is a symbolic link, which a batch never follows")
+    if not stat.S_ISREG(mode):
+        raise HarnessError(f"{path}: not a regular file (a pipe, device or socket is never read)")
+    if size > cap:
+        raise HarnessError(f"{path}: {size:,} bytes is too large for a submission (at most {cap:,})")
 
 
 def _syntax_message(exc: SyntaxError) -> str:

@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 __all__ = ["batch"]
 
 SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name", "max_examples", "time_limit",
-                  "memory_mb")
+                  "memory_mb", "visibility")
 """Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli)."""
 
 
@@ -26,13 +26,15 @@ SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name"
               help="Submissions graded at once.")
 @click.option("--entry", default="solution.py", show_default=True,
               help="The file graded in each submission folder.")
-@click.option("--resume", is_flag=True, help="Keep results already in OUTDIR whose source and settings are unchanged.")
+@click.option("--resume", is_flag=True,
+              help="Keep results already in OUTDIR whose source and settings are unchanged; the earlier run's "
+                   "exports are written again for the whole cohort.")
 @click.option("--allow-basic-isolation", is_flag=True,
               help="Grade even without the bubblewrap sandbox (submissions then run as child processes only).")
 @click.option("--gradescope", is_flag=True, help="Also write OUTDIR/gradescope/<id>/results.json.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML to this file.")
 @click.option("--similarity", "similarity_threshold", type=click.FloatRange(0, 1), default=None,
-              help="Report pairs of submissions at least this alike (0 to 1; default 0.6).")
+              help="Report pairs of submissions at least this alike (0 to 1; default 0.6, or the resumed run's).")
 @click.option("--scheduler", metavar="ADDRESS", help="Grade on this Dask distributed scheduler (tcp://host:8786).")
 def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_basic_isolation: bool,
           gradescope: bool, junit: Path | None, similarity_threshold: float | None, scheduler: str | None,
@@ -42,8 +44,10 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
     summary.csv and report.html."""
     from harness.batch.collect import collect
     from harness.batch.runner import BatchInterrupted, Outputs, check_outdir, run_batch, settings_record
-    from harness.batch.similarity import THRESHOLD
+    from harness.cli import visibility_rules
     from harness.sandbox import SandboxUnavailable, bubblewrap_missing
+
+    visibility = visibility_rules(grade_options.pop("visibility", ()))
 
     missing = bubblewrap_missing()
     if missing and not allow_basic_isolation and scheduler is None:
@@ -69,8 +73,8 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
 
         _settle_after_imports()
         progress = Progress(len(submissions))
-        outputs = Outputs(gradescope=gradescope, junit=junit,
-                          similarity_threshold=THRESHOLD if similarity_threshold is None else similarity_threshold)
+        outputs = Outputs(gradescope=gradescope, junit=junit, similarity_threshold=similarity_threshold,
+                          visibility=visibility)
         run, failure = None, ""
         try:
             run = run_batch(submissions, pool, outdir, settings, resume=resume, outputs=outputs,
@@ -84,6 +88,8 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
         progress.close()  # before anything else is printed: the progress line may be unfinished
         if failure:
             _fail(failure)
+        for note in run.notes:
+            click.echo(f"note: {note}", err=True)
         if run.interrupted:
             click.echo(f"interrupted: {len(run.reports)} of {len(submissions)} graded, results kept in {outdir}; "
                        "run again with --resume to finish", err=True)
@@ -109,7 +115,8 @@ def _options(values: dict, isolation: str):
     return GradeOptions(level=values["level"], seed=values["seed"], class_name=values["class_name"],
                         specs=specs + only, replace_specs=specs_replaced(specs, only), rubric=values["rubric"],
                         max_examples=values["max_examples"],
-                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation)
+                        time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation,
+                        follow_links=False)
 
 
 def _check_settings(options) -> None:

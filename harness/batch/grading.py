@@ -19,12 +19,13 @@ from harness.batch.collect import Submission
 from harness.errors import HarnessError
 from harness.grade import GradeOptions, grade
 from harness.ops import LEVELS
+from harness.preflight import MAX_SOURCE_BYTES, read_capped
 from harness.report.model import Report
 from harness.report.render import render_markdown
 from harness.report.rubric import load_rubric
 from harness.sandbox import Sandbox, SandboxUnavailable
 
-__all__ = ["Graded", "grade_one", "not_graded", "source_sha256"]
+__all__ = ["Graded", "grade_one", "not_graded", "source_sha256", "read_source"]
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,16 @@ def not_graded(sub: Submission, options: GradeOptions, message: str, started: fl
 
 def source_sha256(path: Path | None) -> str:
     """The SHA-256 of a submission's file as the report records it, or "" when there is none."""
+    data = read_source(path)
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def read_source(path: Path | None) -> bytes | None:
+    """A submission's bytes for the batch's own use (hash, similarity, a remote worker), or None when it
+    is not a regular file under the size cap: never a link followed, never more than the cap read."""
     if path is None:
-        return ""
+        return None
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
+        return read_capped(Path(path), MAX_SOURCE_BYTES, follow_links=False)
+    except HarnessError:
+        return None

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 
 from harness import __version__
 from harness.batch.collect import Submission
-from harness.batch.grading import Graded, grade_one, not_graded
+from harness.batch.grading import Graded, grade_one, not_graded, read_source
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
 
@@ -55,7 +55,10 @@ class DaskPool:
         by_key = {}
         futures = []
         for sub in submissions:
-            source = sub.path.read_bytes() if sub.path is not None and not sub.problem else None
+            source = read_source(sub.path) if not sub.problem else None
+            if sub.path is not None and not sub.problem and source is None:
+                sub = dataclasses.replace(sub, problem="cannot read the submission: not a regular file under the "
+                                                       "size cap")
             future = self.client.submit(
                 grade_task, sub.id, sub.origin, str(sub.path) if sub.path else "", source, sub.problem, fields,
                 self.files, __version__, self.allow_basic, pure=False, key=f"grade-{sub.id}-{time.time_ns()}",

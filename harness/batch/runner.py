@@ -2,6 +2,7 @@
 
 OUTDIR/
   settings.json          what the results were graded with (read by --resume)
+  outputs.json           what was written besides them: Gradescope, JUnit, the similarity threshold
   sources/               the files unpacked from a zip (what the results' snippets import)
   results/<id>.json      each submission's JSON report (as ``grade FILE --format json``)
   results/<id>.md        its Markdown write-up
@@ -26,7 +27,7 @@ from harness.errors import HarnessError
 from harness.grade import GradeOptions
 from harness.report.files import write_atomic
 from harness.report.html import render_html
-from harness.report.tables import gradescope_results, render_csv, render_junit, summarise
+from harness.report.tables import gradescope_results, parse_visibility, render_csv, render_junit, summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
@@ -43,7 +44,64 @@ class Outputs:
 
     gradescope: bool = False
     junit: Path | None = None
-    similarity_threshold: float = THRESHOLD
+    similarity_threshold: float | None = None
+    """None: the earlier run's threshold on a resume, else THRESHOLD."""
+    visibility: tuple[tuple[str, str], ...] = ()
+    """Gradescope visibility rules (``tables.parse_visibility``); none: the earlier run's on a resume."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gradescope": self.gradescope, "junit": str(Path(self.junit).absolute()) if self.junit else None,
+                "similarity_threshold": self.similarity_threshold,
+                "visibility": [f"{pattern}={value}" for pattern, value in self.visibility]}
+
+
+def resolve_outputs(outdir: Path, asked: Outputs, earlier: bool) -> tuple[Outputs, list[str]]:
+    """The outputs of this run, and notes for the interviewer. A resume keeps writing what the earlier
+    run wrote (so that no export is left stale, nor misses a submission graded now), and says so;
+    a changed setting is said too. Records the outputs in ``outputs.json``."""
+    previous: dict[str, Any] = {}
+    if earlier:
+        try:
+            loaded = json.loads((outdir / "outputs.json").read_text())
+            previous = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            previous = {}
+    before_junit = previous.get("junit") if isinstance(previous.get("junit"), str) else None
+    before_threshold = previous.get("similarity_threshold")
+    if not isinstance(before_threshold, (int, float)) or isinstance(before_threshold, bool):
+        before_threshold = None
+    try:
+        before_visibility = parse_visibility([str(rule) for rule in previous.get("visibility") or []])
+    except (ValueError, TypeError):
+        before_visibility = ()
+    outputs = Outputs(
+        visibility=asked.visibility or before_visibility,
+        gradescope=asked.gradescope or previous.get("gradescope") is True,
+        junit=asked.junit if asked.junit is not None else (Path(before_junit) if before_junit else None),
+        similarity_threshold=(asked.similarity_threshold if asked.similarity_threshold is not None
+                              else before_threshold if before_threshold is not None else THRESHOLD))
+    notes = []
+    kept = []
+    if outputs.gradescope and not asked.gradescope:
+        kept.append("--gradescope")
+    if outputs.junit is not None and asked.junit is None:
+        kept.append(f"--junit {outputs.junit}")
+    if kept:
+        notes.append(f"kept the earlier run's outputs ({', '.join(kept)}): written again for the whole cohort")
+    changed = []
+    if asked.junit is not None and before_junit and str(Path(asked.junit).absolute()) != before_junit:
+        changed.append(f"JUnit file {before_junit} -> {Path(asked.junit).absolute()}")
+    if asked.gradescope and earlier and previous and previous.get("gradescope") is not True:
+        changed.append("Gradescope results added")
+    if asked.visibility and earlier and asked.visibility != before_visibility:
+        changed.append("Gradescope visibility rules")
+    if before_threshold is not None and outputs.similarity_threshold != before_threshold:
+        changed.append(f"similarity threshold {before_threshold:g} -> {outputs.similarity_threshold:g}")
+    if changed:
+        notes.append(f"output settings changed since the earlier run ({'; '.join(changed)}): every summary and "
+                     "export is written again for the whole cohort")
+    write_atomic(outdir / "outputs.json", json.dumps(outputs.to_dict(), indent=2) + "\n")
+    return outputs, notes
 
 
 @dataclass
@@ -54,6 +112,8 @@ class BatchRun:
     reports: dict[str, dict[str, Any]]
     reused: list[str] = field(default_factory=list)
     interrupted: bool = False
+    notes: list[str] = field(default_factory=list)
+    """What the interviewer should know about this run (settings changed since the earlier one)."""
 
 
 def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
@@ -99,8 +159,9 @@ def check_outdir(outdir: Path, resume: bool) -> bool:
     return earlier
 
 
-def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> bool:
-    """Make the output folder ready; True when earlier results may be reused.
+def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> tuple[bool, bool, list[str]]:
+    """Make the output folder ready: (whether it holds an earlier run, whether its results may be
+    reused, notes on what changed).
 
     Without ``resume``, a folder that already holds batch results is refused rather
     than mixed with new ones.
@@ -113,8 +174,16 @@ def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> bool:
     except (OSError, ValueError):
         previous = None
     reusable = previous == dict(settings)
+    notes = []
+    if earlier and not reusable:
+        if isinstance(previous, dict):
+            keys = sorted(k for k in {*previous, *settings} if previous.get(k) != settings.get(k))
+            what = ", ".join(f"{k} {previous.get(k)} -> {settings.get(k)}" for k in keys)
+        else:
+            what = "the earlier settings cannot be read"
+        notes.append(f"grading settings changed since the earlier run ({what}): every submission is graded again")
     write_atomic(outdir / "settings.json", json.dumps(dict(settings), indent=2) + "\n")
-    return reusable
+    return earlier, reusable, notes
 
 
 def reusable_result(outdir: Path, sub: Submission) -> Graded | None:
@@ -151,7 +220,9 @@ def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, setti
     false, the rest listed as ``pending``) before it is raised again.
     """
     outdir = Path(outdir)
-    reuse = prepare(outdir, settings, resume)
+    earlier, reuse, notes = prepare(outdir, settings, resume)
+    outputs, output_notes = resolve_outputs(outdir, outputs, earlier)
+    notes += output_notes
     finished: dict[str, Graded] = {}
     reused = []
     if reuse:
@@ -172,7 +243,7 @@ def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, setti
     except KeyboardInterrupt:
         interrupted = True
     run = write_summaries(submissions, finished, outdir, settings, outputs)
-    run.reused, run.interrupted = reused, interrupted
+    run.reused, run.interrupted, run.notes = reused, interrupted, notes
     if interrupted:
         raise BatchInterrupted(run)
     return run
@@ -198,7 +269,8 @@ def write_summaries(submissions: Sequence[Submission], finished: Mapping[str, Gr
                 sources[sub.id] = sub.path.read_text(errors="replace")
             except OSError:
                 pass
-    pairs = similar_pairs(sources, outputs.similarity_threshold)
+    pairs = similar_pairs(sources, THRESHOLD if outputs.similarity_threshold is None
+                          else outputs.similarity_threshold)
     summary = summarise(reports, settings=settings, similarity=pairs, pending=pending)
     write_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_atomic(outdir / "summary.csv", render_csv(summary))
@@ -209,5 +281,6 @@ def write_summaries(submissions: Sequence[Submission], finished: Mapping[str, Gr
         for sid, report in reports.items():
             folder = outdir / "gradescope" / sid
             folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(folder / "results.json", json.dumps(gradescope_results(report), indent=2) + "\n")
+            write_atomic(folder / "results.json",
+                         json.dumps(gradescope_results(report, outputs.visibility), indent=2) + "\n")
     return BatchRun(summary, reports)

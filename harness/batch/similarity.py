@@ -1,15 +1,27 @@
-"""Pairs of submissions whose code is alike once names, comments, strings and layout are set aside.
+"""Pairs of submissions whose code is alike once names, comments, strings, layout and padding are set aside.
 
-Each source becomes a token stream in which every identifier is ``N``, every
-string ``S`` and every number ``0`` (keywords, operators and structure stay), so
-renaming variables, rewording comments or reformatting changes nothing. Two
-submissions are compared by the Jaccard index of their sets of token n-grams;
-n-grams of the candidate template are left out first, since every candidate
-starts from it.
+Each source is parsed and normalised first: statements that cannot matter are
+dropped (``pass``, bare constants and names, code after a ``return``, ``raise``,
+``break`` or ``continue``, the body of ``if False``, definitions and assignments
+nothing reads), so padding a copy with dead code or ``;pass`` after each statement
+changes nothing. What is left is written out again (one layout for everyone) and
+becomes a token stream in which every identifier is ``N``, every string ``S`` and
+every number ``0``. Its token k-grams are hashed and winnowed, as MOSS and Dolos
+do: the smallest hash of each window of consecutive k-grams is the source's
+fingerprint, so any run of ``NGRAM + WINDOW - 1`` tokens two sources share is
+found. Fingerprints of the candidate template are left out first, since every
+candidate starts from it.
+
+A pair's score is the share of the smaller submission's fingerprints found in the
+other: padding the larger one with anything at all cannot lower it. Input is
+bounded (``MAX_BYTES`` of source, ``MAX_TOKENS`` tokens), so one huge file cannot
+hold the batch up.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import io
 import itertools
 import keyword
@@ -19,14 +31,25 @@ from collections import Counter
 from importlib import resources
 from typing import Iterable, Mapping
 
-__all__ = ["fingerprint", "similar_pairs", "NGRAM", "THRESHOLD"]
+__all__ = ["fingerprint", "normalised_tokens", "similar_pairs", "NGRAM", "WINDOW", "THRESHOLD", "MAX_BYTES",
+           "MAX_TOKENS"]
 
 NGRAM = 8
-"""Tokens per n-gram: long enough that two unrelated engines share few, short enough to survive small edits."""
+"""Tokens per k-gram: long enough that two unrelated engines share few, short enough to survive small edits."""
+WINDOW = 4
+"""K-grams per winnowing window: every shared run of NGRAM + WINDOW - 1 tokens yields a shared fingerprint."""
 THRESHOLD = 0.6
 """Pairs at or above this score are reported."""
+MIN_FINGERPRINTS = 12
+"""A submission with fewer fingerprints (beyond the template) is too small to call a copy of anything."""
+MAX_BYTES = 256 * 1024
+"""Source compared, at most: a hand-written engine is a few kilobytes."""
+MAX_TOKENS = 60_000
+"""Tokens compared per source, at most."""
 _SKIP = {token.COMMENT, token.NL, token.NEWLINE, token.INDENT, token.DEDENT, token.ENCODING, token.ENDMARKER,
          token.TYPE_COMMENT}
+_FSTRING_START = getattr(token, "FSTRING_START", -1)
+_FSTRING = {getattr(token, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(token, name)}
 
 
 def normalised_tokens(source: str) -> list[str]:
@@ -34,7 +57,7 @@ def normalised_tokens(source: str) -> list[str]:
     out: list[str] = []
     previous = ""
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(source[:MAX_BYTES]).readline):
             if tok.type in _SKIP:
                 continue
             if tok.type == token.STRING or tok.type in _FSTRING:
@@ -51,19 +74,114 @@ def normalised_tokens(source: str) -> list[str]:
                 continue
             out.append(text)
             previous = text
+            if len(out) >= MAX_TOKENS:
+                break
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
     return out
 
 
-_FSTRING_START = getattr(token, "FSTRING_START", -1)
-_FSTRING = {getattr(token, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(token, name)}
+def without_padding(source: str) -> str:
+    """The source with every statement that cannot matter dropped, written out in one layout.
+
+    A source that does not parse is returned as it is (its tokens still count).
+    """
+    source = source[:MAX_BYTES]
+    try:
+        tree = ast.parse(source)
+        for _ in range(4):  # a definition only dead code used is dead once that code is gone
+            used = _names_read(tree)
+            if not _Prune(used).prune(tree):
+                break
+        return ast.unparse(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
 
 
-def fingerprint(source: str, n: int = NGRAM) -> set[int]:
-    """The hashes of the source's normalised token n-grams."""
-    tokens = normalised_tokens(source)
-    return {hash(tuple(tokens[i:i + n])) for i in range(max(0, len(tokens) - n + 1))}
+def _names_read(tree: ast.AST) -> set[str]:
+    """Every name the code reads: loaded names, attributes, names in ``__all__`` strings and decorators."""
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            used.add(node.value)  # getattr(self, "name"), __all__
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            used.update(node.names)
+    return used
+
+
+class _Prune:
+    """Drops dead statements from every block of a tree; ``prune`` says whether it dropped any."""
+
+    def __init__(self, used: set[str]) -> None:
+        self.used = used
+        self.changed = False
+
+    def prune(self, tree: ast.AST) -> bool:
+        for node in ast.walk(tree):
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    kept = self._block(block)
+                    if not kept and name == "body":
+                        kept = [ast.Pass()]  # a block must hold a statement; one pass is the same everywhere
+                    setattr(node, name, kept)
+        return self.changed
+
+    def _block(self, block: list[ast.stmt]) -> list[ast.stmt]:
+        kept: list[ast.stmt] = []
+        for stmt in block:
+            replaced = self._statement(stmt)
+            self.changed = self.changed or replaced != [stmt]
+            kept += replaced
+            if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+                self.changed = self.changed or stmt is not block[-1]
+                break  # the rest of the block never runs
+        return kept
+
+    def _statement(self, stmt: ast.stmt) -> list[ast.stmt]:
+        if isinstance(stmt, ast.Pass):
+            return []
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Constant, ast.Name)):
+            return []  # docstrings, a bare name or number
+        if isinstance(stmt, (ast.If, ast.While)) and isinstance(stmt.test, ast.Constant):
+            if not stmt.test.value:
+                return [s for s in stmt.orelse if not isinstance(s, ast.Pass)]
+            if isinstance(stmt, ast.If):
+                return list(stmt.body)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not _dunder(stmt.name) and stmt.name not in self.used:
+                return []
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if all(isinstance(t, ast.Name) and not _dunder(t.id) and t.id not in self.used for t in targets):
+                return []
+        return [stmt]
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def fingerprint(source: str, n: int = NGRAM, window: int = WINDOW) -> set[int]:
+    """The winnowed hashes of the normalised source's token k-grams."""
+    tokens = normalised_tokens(without_padding(source))
+    hashes = [_hash(tokens[i:i + n]) for i in range(max(0, len(tokens) - n + 1))]
+    if len(hashes) <= window:
+        return set(hashes)
+    chosen = set()
+    for i in range(len(hashes) - window + 1):
+        chunk = hashes[i:i + window]
+        chosen.add(min(chunk))
+    return chosen
+
+
+def _hash(gram: list[str]) -> int:
+    """A k-gram's hash, the same in every process (Python's own string hash is salted per process)."""
+    return int.from_bytes(hashlib.blake2b(" ".join(gram).encode(), digest_size=8).digest(), "big")
 
 
 def _template() -> set[int]:
@@ -75,10 +193,12 @@ def _template() -> set[int]:
 
 def similar_pairs(sources: Mapping[str, str], threshold: float = THRESHOLD,
                   base: Iterable[int] | None = None) -> list[dict[str, object]]:
-    """Pairs ``{"a", "b", "score", "shared"}`` with a Jaccard score >= ``threshold``, most alike first.
+    """Pairs ``{"a", "b", "score", "shared"}`` scoring >= ``threshold``, most alike first.
 
-    ``base`` holds n-grams to ignore (default: the candidate template's). Uses an
-    inverted index, so only pairs that share an n-gram are ever compared.
+    ``score`` is the share of the smaller submission's fingerprints that the other holds
+    too; ``shared`` counts them. ``base`` holds fingerprints to ignore (default: the
+    candidate template's). Uses an inverted index, so only pairs that share a
+    fingerprint are ever compared.
     """
     ignored = set(_template() if base is None else base)
     prints = {sid: fingerprint(text) - ignored for sid, text in sources.items()}
@@ -92,8 +212,10 @@ def similar_pairs(sources: Mapping[str, str], threshold: float = THRESHOLD,
             shared[(a, b)] += 1
     pairs = []
     for (a, b), common in shared.items():
-        union = len(prints[a]) + len(prints[b]) - common
-        score = common / union if union else 0.0
+        smaller = min(len(prints[a]), len(prints[b]))
+        if smaller < MIN_FINGERPRINTS:
+            continue
+        score = common / smaller
         if score >= threshold:
             pairs.append({"a": a, "b": b, "score": round(score, 3), "shared": common})
     pairs.sort(key=lambda p: (-p["score"], p["a"], p["b"]))

@@ -28,6 +28,7 @@ from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, 
 from harness.integrity.evidence import from_reply, functions_run
 from harness.program import Outcome, Program, Step, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
+from harness.report.safety import one_line
 
 __all__ = ["Context", "Observation", "Evidence", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted",
            "DEFAULT_PARTS", "judge", "scalar_root"]
@@ -143,22 +144,24 @@ def describe_error(error: dict[str, Any]) -> str:
     """An exception from the candidate's code, with its place: the graph node and the submission's line.
 
     ``RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x4 and 3x4), in backward of
-    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``.
+    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``. One line whatever the worker sent:
+    its newlines and control characters are shown as escapes, so it cannot draw lines of a report.
     """
-    where = str(error.get("where", ""))
-    text = f"{error.get('type', 'Exception')}: {error.get('message', '')}".strip()
+    where = one_line(str(error.get("where", "")))
+    kind, message = one_line(str(error.get("type", "Exception"))), one_line(str(error.get("message", "")))
+    text = f"{kind}: {message}".strip()
     if error.get("type") == "NotImplementedError":
-        text = f"not implemented ({error.get('message') or 'NotImplementedError'})"
+        text = f"not implemented ({message or 'NotImplementedError'})"
     node = error.get("node")
     if node and where == "backward":
-        text += f", in backward of `{node}`"
+        text += f", in backward of `{one_line(str(node))}`"
     elif node and where.startswith("forward"):
-        text += f", in forward at `{node}`"
+        text += f", in forward at `{one_line(str(node))}`"
     elif where:
         text += f" [in {where}]"
     if error.get("line"):
         source = error.get("source_line")
-        text += f" (line {error['line']}" + (f": {source})" if source else ")")
+        text += f" (line {error['line']}" + (f": {one_line(str(source))})" if source else ")")
     return text
 
 
@@ -416,11 +419,13 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
             if step.name not in obs.values:
                 continue
             got = obs.values[step.name]
+            # a type name from the worker: shown on one line, whatever it holds
             if isinstance(got, dict):
-                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({got.get('not_tensor')})")
+                kind = one_line(str(got.get("not_tensor")))
+                return Verdict("mismatch", f"{step.name}.data is not a torch tensor ({kind})")
             if obs.subclass("values", step.name):
-                return Verdict("mismatch", f"{step.name}.data is a {obs.subclass('values', step.name)}, expected a "
-                                           "plain torch.Tensor")
+                kind = one_line(str(obs.subclass("values", step.name)))
+                return Verdict("mismatch", f"{step.name}.data is a {kind}, expected a plain torch.Tensor")
             want = expected.values[step.name]
             m = compare(as_zero_d(got, want), want, tol_for(obs.dtype("values", step.name)), f"value of {step.name}")
             if m is not None:
@@ -441,10 +446,11 @@ def judge(program: Program, obs: Observation, expected: Outcome, parts: Sequence
             continue
         got = obs.grads.get(leaf.name)
         if isinstance(got, dict):
-            return Verdict("mismatch", f"{leaf.name}.grad is a {got.get('not_tensor')}, expected a torch.Tensor")
+            kind = one_line(str(got.get("not_tensor")))
+            return Verdict("mismatch", f"{leaf.name}.grad is a {kind}, expected a torch.Tensor")
         if obs.subclass("grads", leaf.name):
-            return Verdict("mismatch", f"{leaf.name}.grad is a {obs.subclass('grads', leaf.name)}, expected a plain "
-                                       "torch.Tensor")
+            kind = one_line(str(obs.subclass("grads", leaf.name)))
+            return Verdict("mismatch", f"{leaf.name}.grad is a {kind}, expected a plain torch.Tensor")
         if "none" in parts and (got is None) != (want is None):
             m = compare(got, want, DEFAULT_TOLERANCE, f"{leaf.name}.grad")
             return Verdict("mismatch", m.message, m)

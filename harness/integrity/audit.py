@@ -6,9 +6,14 @@ an engine never needs, each as a review entry that names the submission's
 line: modules loaded outside the allowlist, code compiled or run from text
 (``exec``, ``eval``, ``typing.get_type_hints`` on string annotations), object
 graph walks (``gc.get_objects``/``get_referrers``), frame access, tracing
-and profiling hooks, files opened, functions and code objects built by hand.
-``ctypes`` and process creation (fork, exec, spawn, ``subprocess``) are also
-blocked: the call raises ``PermissionError``.
+and profiling hooks, files opened, functions and code objects built by hand,
+and ``ctypes``. ``ctypes``' reads and writes of raw memory (``from_address``,
+``string_at``, ``PyObj_FromPtr``: how the grader's objects are retyped or read
+in place) are also refused: the call raises ``PermissionError``. Loading
+libraries and calling C functions through ``ctypes`` is left to the sandbox
+(its tests drive the kernel's defences that way) and only reported here.
+Process creation is refused by the sandbox's seccomp filter and reported by
+``harness.sandbox.processes``' own audit hook.
 
 An event is the submission's when the first frame outward from it that is
 not the standard library's is in the submission's file: the submission called
@@ -34,18 +39,16 @@ from typing import Any, Callable, Final
 
 from harness.integrity.allowlist import WHY, classify_module
 
-__all__ = ["install", "PROCESS_EVENTS", "RAW_MEMORY_EVENTS"]
+__all__ = ["install", "RAW_MEMORY_EVENTS"]
 
 Record = Callable[[str, str, "int | None"], None]
 """``record(construct, why, line)``: one review entry seen at run time."""
 
-PROCESS_EVENTS: Final = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
-                                   "subprocess.Popen", "pty.spawn", "os.startfile"})
 RAW_MEMORY_EVENTS: Final = frozenset({"ctypes.cdata", "ctypes.cdata/buffer", "ctypes.PyObj_FromPtr", "ctypes.string_at",
                                       "ctypes.wstring_at"})
 _CODE_EVENTS: Final = frozenset({"compile", "exec", "function.__new__", "code.__new__", "marshal.loads",
                                  "marshal.load", "pickle.find_class"})
-_WATCHED: Final = PROCESS_EVENTS | _CODE_EVENTS | frozenset({
+_WATCHED: Final = _CODE_EVENTS | frozenset({
     "import", "open", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
     "sys._current_frames", "object.__getattr__", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "socket.__new__", "socket.connect", "socket.bind", "os.kill", "os.remove", "os.rename", "os.chmod",
@@ -142,10 +145,9 @@ def install(submission: str, record: Record) -> None:
         if on_stack and not ours and not importing and event in _NO_LIBRARY_NEEDS:
             ours = True  # called back from torch's or numpy's code (tree_map(gc.get_objects, ...)): still the file's
         candidate_thread = threading.current_thread() is not main_thread
-        if (event in PROCESS_EVENTS or event.startswith("ctypes.")) and (on_stack or candidate_thread):
+        if event.startswith("ctypes.") and (on_stack or candidate_thread):
             blocked = event in RAW_MEMORY_EVENTS
-            _note(_describe(event, args), WHY["threads" if event in PROCESS_EVENTS else "memory"]
-                  + (" (refused)" if blocked else ""), line)
+            _note(_describe(event, args), WHY["memory"] + (" (refused)" if blocked else ""), line)
             return blocked
         if not ours:
             return False

@@ -27,7 +27,9 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None  # name the file asked for, not the temporary
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        # Any text can be written: a lone surrogate (from a file name or a submission's exception)
+        # becomes its escape instead of stopping the writer.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException as exc:

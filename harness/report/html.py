@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from harness import __version__
 from harness.ops import LEVELS
+from harness.report.safety import printable
 
 __all__ = ["render_html"]
 
@@ -43,7 +44,19 @@ pre { background: #f6f6f6; padding: .5rem; overflow-x: auto; white-space: pre-wr
 meter { width: 10rem; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 svg rect.bar { fill: #4a78c2; }
-section.candidate { border-top: 1px solid #ddd; margin-top: 1rem; }
+section.candidate { border-top: 1px solid #ddd; margin-top: .5rem; }
+section.candidate > details > summary { cursor: pointer; padding: .2rem 0; }
+section.candidate h3 { display: inline; margin: 0; }
+#candidates td { padding: .1rem .5rem; white-space: nowrap; }
+#candidates td.why { white-space: normal; color: #b35900; max-width: 28rem; }
+svg line.bar-marker { stroke: #c00; stroke-width: 2; stroke-dasharray: 4 3; }
+svg text.bar-marker { fill: #c00; }
+div.scroll { overflow-x: auto; }
+table.heatmap { width: auto; }
+table.heatmap td { text-align: center; padding: .1rem .3rem; font-variant-numeric: tabular-nums; }
+table.heatmap th.concept { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; }
+.h0 { background: #f8d7d3; } .h1 { background: #fbe3c8; } .h2 { background: #fdf2c4; }
+.h3 { background: #dcefd0; } .h4 { background: #b9e3b0; } .hx { background: #eee; color: #888; }
 """
 
 _SCRIPT = """
@@ -63,11 +76,43 @@ _SCRIPT = """
     if (want === "needs-review") { return row.getAttribute("data-review") === "yes"; }
     return !want || row.getAttribute("data-status") === want;
   }
-  function apply() {
-    var count = 0;
-    rows.forEach(function (row) { var ok = matches(row); row.hidden = !ok; if (ok) { count += 1; } });
-    shown.textContent = count + " of " + rows.length + " shown";
+  var bars = Array.prototype.slice.call(document.querySelectorAll("#histogram rect.bar"));
+  var labels = Array.prototype.slice.call(document.querySelectorAll("#histogram text.count"));
+  var graded = document.getElementById("histogram-graded");
+  function histogram(visible) {
+    var bins = bars.map(function () { return 0; });
+    var total = 0;
+    visible.forEach(function (row) {
+      var share = row.getAttribute("data-share");
+      if (row.getAttribute("data-status") !== "graded" || share === null) { return; }
+      bins[Math.min(bins.length - 1, Math.floor(parseFloat(share) * bins.length + 1e-9))] += 1;
+      total += 1;
+    });
+    var top = Math.max.apply(null, bins.concat([1]));
+    var height = parseFloat(bars[0].getAttribute("data-height"));
+    bars.forEach(function (bar, i) {
+      var h = Math.round(height * bins[i] / top);
+      bar.setAttribute("y", String(height - h));
+      bar.setAttribute("height", String(h));
+      bar.setAttribute("data-count", String(bins[i]));
+      labels[i].setAttribute("y", String(height - h - 3));
+      labels[i].textContent = bins[i] ? String(bins[i]) : "";
+    });
+    graded.textContent = String(total);
   }
+  function apply() {
+    var visible = [];
+    rows.forEach(function (row) { var ok = matches(row); row.hidden = !ok; if (ok) { visible.push(row); } });
+    shown.textContent = visible.length + " of " + rows.length + " shown";
+    histogram(visible);
+  }
+  function openTarget() {
+    var target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    var details = target ? target.querySelector("details") : null;
+    if (details) { details.open = true; }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
   function key(row, index, numeric) {
     var value = row.cells[index].getAttribute("data-value");
     if (value === null) { value = row.cells[index].textContent; }
@@ -108,8 +153,8 @@ _CSP = (f"default-src 'none'; script-src {_csp_hash(_SCRIPT)}; style-src {_csp_h
 
 
 def e(value: Any) -> str:
-    """Escaped text, for an element's content or a quoted attribute."""
-    return html.escape(str(value), quote=True)
+    """Escaped text, for an element's content or a quoted attribute: markup and control characters alike."""
+    return html.escape(printable(str(value)), quote=True)
 
 
 def render_html(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]) -> str:
@@ -136,9 +181,11 @@ def render_html(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, A
         parts.append(f'<p class="warn">Interrupted: {len(summary["pending"])} submissions were not graded '
                      f'({e(", ".join(summary["pending"][:20]))}{" ..." if len(summary["pending"]) > 20 else ""}). '
                      "Run the batch again with --resume to finish.</p>")
-    parts += _candidates_table(rows)
-    parts += _histogram(rows)
+    parts += _candidates_table(rows, reports)
+    parts += _histogram(rows, _bar_share(reports))
     parts += _concepts(summary.get("concepts", {}))
+    parts += _heatmap(rows, summary.get("maximum", {}).get("concepts", {}), summary.get("concepts", {}))
+    parts += _common_causes(rows, reports)
     parts += _similarity(summary.get("similarity", []))
     parts.append("<h2>Candidates in detail</h2>")
     for row in rows:
@@ -147,7 +194,7 @@ def render_html(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, A
     return "\n".join(parts) + "\n"
 
 
-def _candidates_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _candidates_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
     levels = [level for level in LEVELS if any(level in r["levels"] for r in rows)]
     statuses = sorted({r["status"] for r in rows})
     out = [
@@ -174,48 +221,154 @@ def _candidates_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         interview = "passed" if r["interview_passed"] else ("not passed" if r["interview_passed"] is False else "")
         if r["needs_review"] or r["review_flags"]:
             interview += " (review)"
-        search = " ".join([r["id"], r["status"], r["file"], *r["root_causes"], interview]).lower()
+        why = _reason(r)
+        search = " ".join([r["id"], r["status"], r["file"], *r["root_causes"], interview, why]).lower()
+        share = f' data-share="{r["score"] / r["max_score"]:.6f}"' if r["max_score"] else ""
+        causes = f'<td class="why">{e(why)}</td>' if why else f'<td>{e(_cause_ids(reports[r["id"]]))}</td>'
+
         out.append(
             f'<tr data-status="{e(r["status"])}" data-interview="{"yes" if r["interview_passed"] else "no"}" '
-            f'data-review="{"yes" if (r["needs_review"] or r["review_flags"]) else "no"}" data-search="{e(search)}">'
+            f'data-review="{"yes" if (r["needs_review"] or r["review_flags"]) else "no"}"{share} '
+            f'data-search="{e(search)}">'
             f'<td data-value="{e(r["id"])}"><a href="#c-{e(r["id"])}">{e(r["id"])}</a></td>'
             f'<td class="status-{e(r["status"])}">{e(r["status"])}</td>'
-            f'<td class="num" data-value="{r["score"]}">{r["score"]:g} / {r["max_score"]:g}</td>'
+            f'<td class="num" data-value="{r["score"]}">{points(r["score"])} / {points(r["max_score"])}</td>'
             f"<td>{e(interview)}</td>"
             + "".join(f'<td class="num" data-value="{r["levels"].get(level, "")}">{_num(r["levels"].get(level))}</td>'
                       for level in levels)
             + f'<td class="num">{r["checks_failed"]}</td><td class="num">{r["review_flags"]}</td>'
-            f'<td>{e(", ".join(r["root_causes"]))}</td>'
-            f'<td class="num" data-value="{r["seconds"]}">{r["seconds"]:.1f}</td></tr>'
+            + causes
+            + f'<td class="num" data-value="{r["seconds"]}">{r["seconds"]:.1f}</td></tr>'
         )
     out.append("</tbody></table>")
     return out
 
 
+def _cause_ids(report: Mapping[str, Any]) -> str:
+    """The root causes in a table cell: catalogued bugs by their ids, the rest counted."""
+    causes = report.get("root_causes") or []
+    ids = [str(c["bug"]) for c in causes if c.get("bug")]
+    others = len(causes) - len(ids)
+    return ", ".join(ids + ([f"{others} unexplained"] if others else []))
+
+
+def _reason(row: Mapping[str, Any]) -> str:
+    """Why a row was not graded, in one line: its message, or for a violation that it is one."""
+    if row["status"] == "graded":
+        return ""
+    first = str(row.get("message") or "").strip().splitlines()
+    if first:
+        return first[0] if len(first[0]) <= 160 else first[0][:157] + "..."
+    if row["status"] == "integrity_violation":
+        return f"integrity violation: torch's autograd was used ({row['violations']} finding(s); score 0)"
+    return row["status"]
+
+
+def points(value: Any) -> str:
+    """Points as every view of a report shows them: one decimal (the JSON and CSV carry two)."""
+    return f"{float(value):.1f}"
+
+
 def _num(value: Any) -> str:
-    return "" if value is None else f"{value:g}"
+    return "" if value is None else points(value)
 
 
-def _histogram(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Scores as a share of the maximum, in ten bins: an inline SVG, no script needed."""
+def _bar_share(reports: Mapping[str, Mapping[str, Any]]) -> float | None:
+    """The interview bar as a share of the maximum score, when the batch graded the core level alone
+    (otherwise the bar, which reads the core level only, has no place on a histogram of whole scores)."""
+    for report in reports.values():
+        interview, levels = report.get("interview") or {}, report.get("levels") or {}
+        if interview.get("bar") is not None and list(levels) == ["core"] and levels["core"].get("max_score"):
+            return float(interview["bar"]) / float(levels["core"]["max_score"])
+    return None
+
+
+def _histogram(rows: Sequence[Mapping[str, Any]], bar_share: float | None = None) -> list[str]:
+    """Graded scores as a share of the maximum, in ten bins: an inline SVG that the filter redraws.
+
+    Rows that were not graded (errors, timeouts, violations) are left out: they have no score
+    to speak of, and would pile up at 0%.
+    """
     bins = [0] * _BINS
-    for r in rows:
-        share = r["score"] / r["max_score"] if r["max_score"] else 0.0
-        bins[min(_BINS - 1, int(share * _BINS))] += 1
+    graded = [r for r in rows if r["status"] == "graded" and r["max_score"]]
+    for r in graded:
+        bins[min(_BINS - 1, int(r["score"] / r["max_score"] * _BINS + 1e-9))] += 1
     top = max(bins) or 1
     width, height, bar, top_margin = 440, 160, 40, 16
     out = ["<h2>Scores</h2>",
+           f'<p class="note"><span id="histogram-graded">{len(graded)}</span> graded submissions shown (the '
+           "filter above applies); rows not graded are left out.</p>",
            f'<svg id="histogram" role="img" aria-label="histogram of scores" width="{width}" '
            f'height="{top_margin + height + 40}" viewBox="0 {-top_margin} {width} {top_margin + height + 40}">']
     for i, count in enumerate(bins):
         h = round(height * count / top)
         x = i * (bar + 4)
-        out.append(f'<rect class="bar" x="{x}" y="{height - h}" width="{bar}" height="{h}" data-count="{count}">'
-                   f"<title>{i * 10}-{(i + 1) * 10}%: {count}</title></rect>")
-        out.append(f'<text x="{x + bar / 2}" y="{height - h - 3}" text-anchor="middle">{count or ""}</text>')
+        out.append(f'<rect class="bar" x="{x}" y="{height - h}" width="{bar}" height="{h}" data-count="{count}" '
+                   f'data-height="{height}"><title>{i * 10}-{(i + 1) * 10}%</title></rect>')
+        out.append(f'<text class="count" x="{x + bar / 2}" y="{height - h - 3}" text-anchor="middle">'
+                   f'{count or ""}</text>')
         out.append(f'<text x="{x + bar / 2}" y="{height + 14}" text-anchor="middle">{i * 10}%</text>')
+    if bar_share is not None:
+        x = round(bar_share * _BINS * (bar + 4), 1)
+        out.append(f'<line class="bar-marker" id="interview-bar" x1="{x}" x2="{x}" y1="{-top_margin + 2}" '
+                   f'y2="{height}"></line>')
+        out.append(f'<text class="bar-marker" x="{x - 3}" y="{-4}" text-anchor="end">'
+                   f'interview bar {bar_share * 100:.0f}%</text>')
     out.append(f'<text x="0" y="{height + 32}">share of the maximum score, in bins of 10% '
                "(the last bin includes 100%)</text></svg>")
+    return out
+
+
+def _heatmap(rows: Sequence[Mapping[str, Any]], maximum: Mapping[str, float],
+             rates: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Candidates x concepts: the share of each concept's points each graded candidate earned."""
+    concepts = [c for c in rates if maximum.get(c)] + sorted(c for c in maximum if c not in rates and maximum[c])
+    graded = [r for r in rows if r["status"] == "graded"]
+    if not concepts or not graded:
+        return []
+    out = ["<h2>Candidates by concept</h2>",
+           '<p class="note">The share of each concept\'s points each graded candidate earned, the concepts the '
+           "cohort misses most first.</p>",
+           '<div class="scroll"><table class="heatmap" id="heatmap"><thead><tr><th>candidate</th>'
+           + "".join(f'<th class="concept">{e(c)}</th>' for c in concepts) + "</tr></thead><tbody>"]
+    for r in graded:
+        cells = []
+        for c in concepts:
+            got = r["concepts"].get(c)
+            if got is None:
+                cells.append('<td class="hx" title="not graded">-</td>')
+                continue
+            share = got / maximum[c]
+            cells.append(f'<td class="h{min(4, int(share * 5))}" data-share="{share:.3f}" '
+                         f'title="{e(c)}: {points(got)} of {points(maximum[c])}">{share * 100:.0f}</td>')
+        out.append(f'<tr><td><a href="#c-{e(r["id"])}">{e(r["id"])}</a></td>{"".join(cells)}</tr>')
+    out.append("</tbody></table></div>")
+    return out
+
+
+def _common_causes(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The root causes found in most graded candidates: what the cohort gets wrong."""
+    found: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["status"] != "graded":
+            continue
+        for cause in reports[r["id"]].get("root_causes") or []:
+            key = str(cause.get("bug") or "")
+            if not key:
+                continue  # a failure no catalogued bug explains is each candidate's own
+            entry = found.setdefault(key, {"name": str(cause.get("name") or key), "ids": []})
+            entry["ids"].append(r["id"])
+    out = ["<h2>Most common root causes</h2>"]
+    if not found:
+        return out + ['<p class="note">No catalogued bug was found in a graded submission.</p>']
+    out += ['<table id="common-causes"><thead><tr><th>bug</th><th>what it is</th><th class="num">candidates</th>'
+            "<th>who</th></tr></thead><tbody>"]
+    for key, entry in sorted(found.items(), key=lambda kv: (-len(kv[1]["ids"]), kv[0]))[:10]:
+        who = ", ".join(f'<a href="#c-{e(sid)}">{e(sid)}</a>' for sid in entry["ids"][:12])
+        more = f" and {len(entry['ids']) - 12} more" if len(entry["ids"]) > 12 else ""
+        out.append(f'<tr><td><code>{e(key)}</code></td><td>{e(entry["name"])}</td>'
+                   f'<td class="num">{len(entry["ids"])}</td><td>{who}{more}</td></tr>')
+    out.append("</tbody></table>")
     return out
 
 
@@ -239,8 +392,9 @@ def _similarity(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["<h2>Similar submissions</h2>"]
     if not pairs:
         return out + ['<p class="note">No pair of submissions is alike beyond the threshold.</p>']
-    out += ['<p class="note">Alike after names, comments, strings and layout are set aside, and the template '
-            "left out: the share of 8-token sequences two submissions have in common. "
+    out += ['<p class="note">Alike after names, comments, strings, layout and dead code are set aside, and the '
+            "template left out: the share of the smaller submission's fingerprints (winnowed token sequences) "
+            "that the other holds too. "
             "A lead for a conversation, not a verdict.</p>",
             '<table id="similarity"><thead><tr><th>candidate</th><th>candidate</th><th class="num">score</th>'
             "</tr></thead><tbody>"]
@@ -252,10 +406,14 @@ def _similarity(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _candidate(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
-    out = [f'<section class="candidate" id="c-{e(row["id"])}">', f"<h3>{e(row['id'])}</h3>",
-           f'<p><span class="status-{e(report["status"])}">{e(report["status"])}</span>, '
-           f'score {report["score"]:g} / {report["max_score"]:g}; file <code>{e(report.get("file", ""))}</code>; '
-           f'SHA-256 <code>{e(report.get("source_sha256", ""))}</code>; isolation {e(report.get("isolation", ""))}</p>']
+    why = _reason(row)
+    out = [f'<section class="candidate" id="c-{e(row["id"])}">',
+           f'<details><summary><h3>{e(row["id"])}</h3> <span class="status-{e(report["status"])}">'
+           f'{e(report["status"])}</span>, score {points(report["score"])} / {points(report["max_score"])}'
+           + (f' <span class="warn">{e(why)}</span>' if why else "") + "</summary>",
+           f'<p>file <code>{e(report.get("file", ""))}</code>; '
+           f'SHA-256 <code>{e(report.get("source_sha256", ""))}</code>; isolation {e(report.get("isolation", ""))}'
+           + (f'; {e(report["source_note"])}' if report.get("source_note") else "") + "</p>"]
     if report.get("message"):
         out.append(f"<pre>{e(report['message'])}</pre>")
     integrity = report.get("integrity", {})
@@ -302,5 +460,5 @@ def _candidate(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
             if len(lines) > _OUTPUT_LINES:
                 shown += f"\n[... {len(lines) - _OUTPUT_LINES} more lines ...]"
             out.append(f"<h4>The submission wrote to {e(stream)}</h4><pre>{e(shown)}</pre>")
-    out.append("</section>")
+    out.append("</details></section>")
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
@@ -68,6 +69,8 @@ class Report:
     isolation_note: str = ""
     """Why the isolation is only basic, when it is."""
     source_sha256: str = ""
+    source_note: str = ""
+    """How the source was read when it was not simply the file: a notebook's code cells, what was left out."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report. The fields of the published contract always exist; others may be added."""
@@ -87,6 +90,7 @@ class Report:
             "isolation": self.isolation,
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
+            "source_note": self.source_note,
             "seed": self.seed,
             "output": self.output,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -100,7 +104,9 @@ class Report:
 def combine(first: Report, rest: Report) -> Report:
     """One report from two grades of the same file over different levels (``--watch`` grades core first).
 
-    ``first`` holds the core level and decides the interview; ``rest`` adds the other levels.
+    ``first`` holds the core level and decides the interview; ``rest`` adds the other levels. A
+    violation found in either part makes the whole an integrity violation scoring 0, as one grade of
+    every level would have; a review finding in either part holds the interview bar.
     """
     levels = {**rest.levels, **first.levels}
     order = list(rest.levels) or list(levels)
@@ -116,17 +122,32 @@ def combine(first: Report, rest: Report) -> Report:
             causes[key] = dict(cause)
     statuses = ("integrity_violation", "timeout", "error", "graded")
     status = min(first.status, rest.status, key=statuses.index)
+    violations = tuple(dict.fromkeys(first.integrity_violations + rest.integrity_violations))
+    checks = first.checks + rest.checks
+    interview = dict(first.interview)
+    if violations or status != "graded":
+        # A violation (or a failure to grade) in either part is the whole file's: nothing scores, and
+        # the interview bar, decided by the core part alone, is not passed.
+        status = "integrity_violation" if violations else status
+        levels = {level: {**v, "score": 0.0} for level, v in levels.items()}
+        checks = tuple(dataclasses.replace(c, points=0.0) for c in checks)
+        if interview:
+            interview.update(passed=False, core_score=0.0)
+    needs_review = bool(first.integrity_review or rest.integrity_review)
+    if interview and needs_review and not interview.get("needs_review"):
+        interview.update(passed=False, needs_review=True)
     return Report(
         file=first.file, status=status, score=sum(v["score"] for v in levels.values()),
-        max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=first.checks + rest.checks,
-        integrity_violations=tuple(dict.fromkeys(first.integrity_violations + rest.integrity_violations)),
-        message=first.message or rest.message, seed=first.seed, interview=first.interview,
+        max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=checks,
+        integrity_violations=violations,
+        message=first.message or rest.message, seed=first.seed, interview=interview,
         output={k: first.output.get(k, "") + rest.output.get(k, "") for k in ("stdout", "stderr")},
         timings={**rest.timings, **first.timings}, grader_version=first.grader_version,
         integrity_review=tuple({(e.get("line"), e.get("construct")): e for e in
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
         root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
+        source_note=first.source_note,
     )
 
 

@@ -24,7 +24,7 @@ import click
 
 from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
-from harness.report.safety import markdown_fence, markdown_inline, printable
+from harness.report.safety import markdown_code, markdown_fence, markdown_inline, one_line, printable
 
 __all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
 
@@ -69,13 +69,15 @@ def _header(report: Report, style: Callable[..., str]) -> list[str]:
     facts = [f"seed {report.seed}", f"isolation: {report.isolation}"]
     if report.source_sha256:
         facts.append(f"sha256 {report.source_sha256[:12]}")
-    lines = [style(f"grade {printable(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
+    lines = [style(f"grade {one_line(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
     if report.isolation_note:
         lines.append(style(f"  basic isolation: {printable(report.isolation_note)}", fg="yellow"))
+    if report.source_note:
+        lines.append(f"  {one_line(report.source_note)}")
     if report.status in ("error", "timeout"):
         message = printable(report.message).splitlines() or [""]
         lines.append(style(f"could not be graded ({report.status}): {message[0]}", fg="red"))
-        lines += [style(f"  {line}", fg="red") for line in message[1:]]
+        lines += [style(f"  | {line}", fg="red") for line in message[1:]]  # never taken for a line of ours
     return lines
 
 
@@ -83,7 +85,7 @@ def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
     lines: list[str] = []
     if report.integrity_violations:
         lines += ["", style("integrity violation (the score is 0): torch's autograd was used", fg="red", bold=True)]
-        lines += [f"  - {printable(v)}" for v in report.integrity_violations]
+        lines += [f"  - {one_line(v)}" for v in report.integrity_violations]
     if report.integrity_review:
         lines += ["", style("integrity review: a person must read these lines before the interview bar can pass",
                             fg="yellow", bold=True)]
@@ -94,7 +96,7 @@ def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
         for why, entries in by_reason.items():
             for entry in entries:
                 where = f"line {entry['line']}" if entry.get("line") else "at run time"
-                lines.append(f"  - {where}: {printable(str(entry['construct']))}")
+                lines.append(f"  - {where}: {one_line(str(entry['construct']))}")
             lines += [style(f"      {part}", fg="bright_black") for part in _wrap(printable(why), 90)]
     return lines
 
@@ -108,7 +110,7 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
         checks = list(cause.get("checks", []))
         count = f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks else "an integrity finding"
         lost = f", {cause['points']:.1f} points" if cause.get("points") else ""
-        lines.append(style(f"  {i}. {printable(str(cause['name']))}", bold=True) + f"  ({count}{lost})")
+        lines.append(style(f"  {i}. {one_line(str(cause['name']))}", bold=True) + f"  ({count}{lost})")
         if i > CAUSES_IN_FULL and not verbose:
             continue
         lines += [f"     {part}" for part in _wrap(printable(str(cause.get("explanation", ""))))]
@@ -149,7 +151,7 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
             if c.id in causes:
                 number, cause = causes[c.id]
                 lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
-                lines.append(style(f"         likely caused by: {printable(str(cause['name']))} (Fix first {number})",
+                lines.append(style(f"         likely caused by: {one_line(str(cause['name']))} (Fix first {number})",
                                    fg="magenta"))
             elif full:
                 expanded += 1
@@ -166,7 +168,7 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
                      + style(f": {gist}", fg="bright_black"))
         lines += [style(f"       {part}", fg="bright_black") for part in _ids([c.id for c in members], verbose)]
     for number, ids in sorted(explained.items()):
-        name = printable(str(report.root_causes[number - 1]["name"]))
+        name = one_line(str(report.root_causes[number - 1]["name"]))
         lines.append(style(f"  FAIL {len(ids)} {'check' if len(ids) == 1 else 'checks'}", fg="red")
                      + style(f" likely caused by: {name} (Fix first {number})", fg="magenta"))
         lines += [style(f"       {part}", fg="bright_black") for part in _ids(ids, verbose)]
@@ -187,7 +189,8 @@ def _check_line(c: CheckResult, style: Callable[..., str]) -> str:
 
 
 def _expand(c: CheckResult, style: Callable[..., str]) -> list[str]:
-    out = [f"         {printable(line)}" for line in c.message.splitlines()]
+    message = c.message.splitlines()
+    out = [f"         {'| ' if i else ''}{printable(line)}" for i, line in enumerate(message)]
     d = c.details
     if d.get("snippet"):
         out.append(style("         reproduce:", bold=True))
@@ -293,7 +296,7 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
             if cause.get("snippet"):
                 lines += ["   " + line for line in markdown_fence(cause["snippet"], "python")] + [""]
             if checks:
-                lines += ["   Explains: " + ", ".join(f"`{markdown_inline(c)}`" for c in checks), ""]
+                lines += ["   Explains: " + ", ".join(markdown_code(c) for c in checks), ""]
     rows = concept_table(report)
     if rows:
         lines += ["", "### Concepts", "", "| level | concept | passed | failed | not attempted |",
@@ -309,7 +312,7 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
                   "| level | check | outcome | points | note |", "|---|---|---|---:|---|"]
         for c in report.checks:
             note = markdown_inline(c.message) if c.outcome != "passed" else ""
-            lines.append(f"| {c.level} | `{markdown_inline(c.id)}` | {c.outcome} | "
+            lines.append(f"| {c.level} | {markdown_code(c.id)} | {c.outcome} | "
                          f"{c.points:.1f}/{c.max_points:.1f} | {note} |")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
@@ -331,6 +334,8 @@ def _markdown_summary(report: Report) -> list[str]:
     levels = " · ".join(f"{level} {v['score']:.1f}/{v['max_score']:.1f}" for level, v in report.levels.items())
     if levels:
         lines += [f"Levels: {levels}", ""]
+    if report.source_note:
+        lines += [f"Source: {markdown_inline(report.source_note)}", ""]
     if report.message:
         lines += [f"> {markdown_inline(report.message)}", ""]
     return lines

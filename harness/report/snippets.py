@@ -18,7 +18,9 @@ from typing import Any, Final
 import torch
 
 from harness.compare import DEFAULT_TOLERANCE, Tolerance, compare, tolerance_for, unravel
+from harness import notebooks
 from harness.program import Outcome, Program
+from harness.report.safety import one_line
 
 __all__ = ["reproduce", "MAX_NUMBERS"]
 
@@ -39,7 +41,7 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     or hung) the snippet ends with the call that fails.
     """
     expected = expected or program.run_torch()
-    lines = ["import sys", "import torch", *_import_lines(Path(submission), class_name), ""]
+    lines = [*_import_lines(Path(submission), class_name), ""]
     budget = MAX_NUMBERS
     for leaf in program.leaves:
         literal = _tensor_literal(leaf.value)
@@ -70,19 +72,17 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
         lines += _assertion(program, observed, expected, tolerance)
     elif error:
         message = str(error.get("message", "")).splitlines()[:1]
-        lines.append(f"# raises {error.get('type', 'an exception')}" + (f": {message[0][:120]}" if message else ""))
+        raised = f"{error.get('type', 'an exception')}" + (f": {message[0][:120]}" if message else "")
+        lines.append(f"# raises {one_line(raised)}")  # one comment line, whatever the exception's text holds
     return "\n".join(lines)
 
 
 def _import_lines(path: Path, class_name: str) -> list[str]:
-    path = path.resolve()
-    module = path.stem
-    if module.isidentifier() and module not in ("torch", "sys", "solution_under_test"):
-        return [f"sys.path.insert(0, {str(path.parent)!r})", f"from {module} import {class_name}"]
-    return ["import importlib.util",
-            f"_spec = importlib.util.spec_from_file_location('solution_under_test', {str(path)!r})",
-            "_module = importlib.util.module_from_spec(_spec)", "_spec.loader.exec_module(_module)",
-            f"{class_name} = _module.{class_name}"]
+    """The submission imported from its own file and nothing else: no folder goes on ``sys.path``, so a
+    module lying beside it (another candidate's, in a flat folder) is never imported by the snippet."""
+    if path.suffix == notebooks.SUFFIX:
+        return notebooks.import_lines(str(path.resolve()), class_name)
+    return ["import runpy", "import torch", f"{class_name} = runpy.run_path({str(path.resolve())!r})[{class_name!r}]"]
 
 
 def _assertion(program: Program, observed: Any, expected: Outcome, tolerance: Tolerance | None) -> list[str]:

@@ -8,14 +8,18 @@ Candidate text is escaped for each format: formulas in CSV, markup in XML.
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
+import os
 import re
 import xml.etree.ElementTree as ET
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.ops import LEVELS
+from harness.report.safety import printable
 
-__all__ = ["summarise", "summary_row", "render_csv", "render_junit", "gradescope_results", "CSV_COLUMNS"]
+__all__ = ["summarise", "summary_row", "render_csv", "render_junit", "gradescope_results", "gradescope_output",
+           "parse_visibility", "relative_snippets", "CSV_COLUMNS", "VISIBILITIES"]
 
 FAILING = ("failed", "error", "timeout")
 
@@ -207,8 +211,49 @@ def _check_text(check: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def gradescope_results(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A Gradescope ``results.json`` for one submission: one test per check, plain-text output only."""
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+"""What Gradescope accepts for a test's visibility."""
+
+
+def parse_visibility(rules: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``PATTERN=VISIBILITY`` rules (``extensions=after_published``, ``core.order*=hidden``) as pairs;
+    raises ValueError naming a bad one."""
+    pairs = []
+    for rule in rules:
+        pattern, sep, visibility = rule.partition("=")
+        if not sep or not pattern or visibility not in VISIBILITIES:
+            raise ValueError(f"{rule!r}: a visibility rule is PATTERN=VISIBILITY, VISIBILITY one of "
+                             f"{', '.join(VISIBILITIES)}")
+        pairs.append((pattern, visibility))
+    return tuple(pairs)
+
+
+def _visibility(check: Mapping[str, Any], rules: Sequence[tuple[str, str]]) -> str:
+    """The last rule whose pattern matches the check's id, level or concept decides; visible by default."""
+    chosen = "visible"
+    for pattern, visibility in rules:
+        if any(fnmatch.fnmatchcase(str(check.get(key, "")), pattern) for key in ("id", "level", "concept")):
+            chosen = visibility
+    return chosen
+
+
+_SNIPPET_PATH = re.compile(r"(runpy\.run_path\(|json\.load\(open\()(['\"])(.*?)\2")
+
+
+def relative_snippets(text: str) -> str:
+    """Snippets that import the submission by its file name, as the student has it, instead of by the
+    grading machine's path."""
+    return _SNIPPET_PATH.sub(lambda m: f"{m.group(1)}{os.path.basename(m.group(3))!r}", text)
+
+
+def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """A Gradescope ``results.json`` for one submission: one test per check, plain-text output only.
+
+    The top-level output is what the student reads first: the score and the interview bar,
+    then "Fix first" (the root causes with their explanation and hint), the integrity
+    findings and the reason a file could not be graded. Snippets import the submission by
+    its file name. ``visibility`` rules (``parse_visibility``) set each test's visibility.
+    """
     tests = []
     for c in report.get("checks") or []:
         text = _check_text(c) if c["outcome"] in FAILING else c["message"]
@@ -217,22 +262,51 @@ def gradescope_results(report: Mapping[str, Any]) -> dict[str, Any]:
             "score": c["points"],
             "max_score": c["max_points"],
             "status": "passed" if c["outcome"] == "passed" else "failed",
-            "output": text,
+            "output": relative_snippets(printable(text)),
             "output_format": "text",
-            "visibility": "visible",
+            "visibility": _visibility(c, visibility),
             "tags": [c["level"], c["concept"]],
         })
-    output = [f"{report['status']}: score {report['score']} of {report['max_score']}"]
-    if report.get("message"):
-        output.append(report["message"])
-    output += [f"integrity violation: {v}" for v in report["integrity"]["violations"]]
     return {
         "score": report["score"],
         "max_score": report["max_score"],
-        "output": "\n".join(output),
+        "output": relative_snippets(printable(gradescope_output(report))),
         "output_format": "text",
         "test_output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+
+
+def gradescope_output(report: Mapping[str, Any]) -> str:
+    """The top of a student's Gradescope page, in plain text."""
+    lines = [f"{report['status']}: score {report['score']:.1f} of {report['max_score']:.1f}"]
+    interview = report.get("interview") or {}
+    if interview:
+        verdict = "passed" if interview.get("passed") else "not passed"
+        why = [f"core {interview.get('core_score', 0.0):.1f} of {interview.get('bar', 0.0):.1f} needed"]
+        if interview.get("gates_failed"):
+            why.append("gates failed: " + ", ".join(map(str, interview["gates_failed"])))
+        if interview.get("needs_review"):
+            why.append("needs a person's review")
+        lines.append(f"interview bar: {verdict} ({'; '.join(why)})")
+    if report.get("message"):
+        lines += ["", str(report["message"])]
+    violations = report["integrity"]["violations"]
+    if violations:
+        lines += ["", "integrity violation (the score is 0): torch's autograd was used"]
+        lines += [f"  - {v}" for v in violations]
+    causes = report.get("root_causes") or []
+    if causes:
+        lines += ["", "Fix first"]
+        for i, cause in enumerate(causes, 1):
+            checks = list(cause.get("checks", []))
+            lines.append(f"{i}. {cause.get('name', '')} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
+            if cause.get("explanation"):
+                lines.append(f"   {cause['explanation']}")
+            if cause.get("hint"):
+                lines.append(f"   hint: {cause['hint']}")
+            if i == 1 and cause.get("snippet"):
+                lines += ["   reproduce:", *(f"     {line}" for line in str(cause["snippet"]).splitlines())]
+    return "\n".join(lines)

@@ -85,19 +85,34 @@ def drop_capabilities() -> None:
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
-# Seccomp: the system calls that hold memory no per-process limit counts. System V shared
-# memory outlives every mapping RLIMIT_AS sees, and writing a memfd maps nothing; none of
-# them is any use to an autograd engine. Numbers per architecture, from the kernel's tables.
-_SECCOMP_DENIED: Final = {
-    "x86_64": (0xC000003E, {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319}),
-    "aarch64": (0xC00000B7, {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279}),
+# Seccomp. First the system calls that hold memory no per-process limit counts: System V
+# shared memory outlives every mapping RLIMIT_AS sees, and writing a memfd maps nothing.
+# Then process creation: a worker that starts processes spreads its memory over limits
+# counted per process, does work its own CPU clock does not count, and runs code where the
+# worker's runtime checks do not look. Threads (clone with CLONE_THREAD) stay allowed;
+# clone3 answers ENOSYS, so the C library falls back to clone, whose flags a filter can read
+# (clone3 passes them in memory a filter cannot see). None of it is any use to an autograd
+# engine. Numbers per architecture, from the kernel's tables.
+_SECCOMP_ARCH: Final = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_MEMORY_CALLS: Final = {
+    "x86_64": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319},
+    "aarch64": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279},
 }
+_PROCESS_CALLS: Final = {
+    "x86_64": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322},
+    "aarch64": {"execve": 221, "execveat": 281},  # no fork or vfork there: the C library uses clone
+}
+_CLONE: Final = {"x86_64": 56, "aarch64": 220}
+_CLONE3: Final = 435  # the same number on every architecture
+CLONE_THREAD: Final = 0x00010000
 _X32_SYSCALL_BIT: Final = 0x40000000
 PR_SET_SECCOMP: Final = 22
 _SECCOMP_MODE_FILTER: Final = 2
 _SECCOMP_RET_ALLOW: Final = 0x7FFF0000
 _SECCOMP_RET_ERRNO: Final = 0x00050000
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_JSET_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_SECCOMP_NR, _SECCOMP_ARCH_OFFSET, _SECCOMP_ARG0 = 0, 4, 16
+"""Offsets in struct seccomp_data; the low half of the first argument on a little-endian machine."""
 
 
 class _SockFilter(ctypes.Structure):
@@ -108,22 +123,39 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def deny_unbounded_memory(machine: str) -> bool:
-    """Make the calls in ``_SECCOMP_DENIED`` fail with EPERM for this process and its children, for good.
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
+    """The worker's filter as BPF instructions (code, jt, jf, k), or None where ``machine`` has no table here.
 
-    Needs no_new_privs. Any other architecture of the same machine (i386 and x32 calls on
-    x86_64) is refused as a whole. Returns False where ``machine`` has no table here.
+    Memory calls, fork, vfork, exec and clone without CLONE_THREAD fail with EPERM; clone3
+    with ENOSYS. Any other architecture of the same machine (i386 and x32 calls on x86_64)
+    is refused as a whole.
     """
-    if machine not in _SECCOMP_DENIED:
-        return False
-    arch, calls = _SECCOMP_DENIED[machine]
+    if machine not in _SECCOMP_ARCH:
+        return None
     deny = _SECCOMP_RET_ERRNO | errno.EPERM
-    program = [(_BPF_LD_W_ABS, 0, 0, 4), (_BPF_JEQ_K, 1, 0, arch), (_BPF_RET_K, 0, 0, deny), (_BPF_LD_W_ABS, 0, 0, 0)]
+    program = [(_BPF_LD_W_ABS, 0, 0, _SECCOMP_ARCH_OFFSET), (_BPF_JEQ_K, 1, 0, _SECCOMP_ARCH[machine]),
+               (_BPF_RET_K, 0, 0, deny), (_BPF_LD_W_ABS, 0, 0, _SECCOMP_NR)]
     if machine == "x86_64":
         program += [(_BPF_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_BPF_RET_K, 0, 0, deny)]
-    for number in calls.values():
+    denied = [*_MEMORY_CALLS[machine].values(), *_PROCESS_CALLS[machine].values()]
+    for number in denied:
         program += [(_BPF_JEQ_K, 0, 1, number), (_BPF_RET_K, 0, 0, deny)]
+    program += [(_BPF_JEQ_K, 0, 1, _CLONE3), (_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.ENOSYS),
+                # clone: a thread shares the worker's memory, limits and clock; anything else is a process.
+                (_BPF_JEQ_K, 0, 3, _CLONE[machine]), (_BPF_LD_W_ABS, 0, 0, _SECCOMP_ARG0),
+                (_BPF_JSET_K, 1, 0, CLONE_THREAD), (_BPF_RET_K, 0, 0, deny)]
     program.append((_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW))
+    return program
+
+
+def confine_worker(machine: str) -> bool:
+    """Install ``seccomp_program(machine)`` for this process and its threads, for good.
+
+    Needs no_new_privs. Returns False where ``machine`` has no table here.
+    """
+    program = seccomp_program(machine)
+    if program is None:
+        return False
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
     fprog = _SockFprog(len(program), filters)
     _check(_libc.prctl(PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")

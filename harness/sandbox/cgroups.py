@@ -20,6 +20,8 @@ from typing import Final
 __all__ = ["TreeLimits"]
 
 _COUNTER = itertools.count(1)
+_PREFIX: Final = "autograd-grader-"
+"""Then the grader's pid and a counter: whose cgroup it is, so a later grader knows which are stale."""
 _REMOVE_SECONDS: Final = 2.0
 
 
@@ -32,10 +34,11 @@ class TreeLimits:
     @classmethod
     def create(cls, memory_bytes: int, processes: int) -> TreeLimits | None:
         """New cgroups with these limits, or None where this machine does not let the grader make them."""
-        name = f"autograd-grader-{os.getpid()}-{next(_COUNTER)}"
+        name = f"{_PREFIX}{os.getpid()}-{next(_COUNTER)}"
         made: list[Path] = []
         try:
             for group, settings in _groups(name, memory_bytes, processes):
+                remove_stale(group.parent)
                 group.mkdir()
                 made.append(group)
                 for file, value in settings:
@@ -79,6 +82,40 @@ class TreeLimits:
                         break
                     time.sleep(0.02)
         self.groups = []
+
+
+def remove_stale(parent: Path) -> list[Path]:
+    """Remove the cgroups in ``parent`` that graders since killed left behind; the ones removed.
+
+    A grader that is killed cannot remove its own. A cgroup whose grader pid no longer
+    exists here is removed when it is empty (the kernel refuses to remove one that still
+    holds a process, so nothing running is touched).
+    """
+    removed = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for group in entries:
+        owner = group.name.removeprefix(_PREFIX).split("-")[0]
+        if not group.name.startswith(_PREFIX) or not owner.isdigit() or _alive(int(owner)):
+            continue
+        try:
+            group.rmdir()
+            removed.append(group)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: it exists
+    return True
 
 
 def _groups(name: str, memory_bytes: int, processes: int) -> list[tuple[Path, list[tuple[str, int]]]]:

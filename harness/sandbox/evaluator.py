@@ -27,6 +27,7 @@ import torch
 
 from harness.integrity.audit import install as install_audit_hook
 from harness.integrity.tripwires import Tripwires, carries_autograd
+from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
@@ -475,6 +476,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
     tripwires = Tripwires(path)
     tripwires.install()
+    processes.watch(tripwires.note, tripwires.candidate_line)
     install_audit_hook(path, tripwires.note)
     try:
         with tripwires.guarded():

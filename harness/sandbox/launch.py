@@ -29,7 +29,9 @@ from typing import Any, Sequence
 
 from harness.sandbox.cgroups import TreeLimits
 from harness.sandbox.channel import ChannelError, recv_message, send_message
+from harness.sandbox.diagnose import explain
 from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
+from harness.sandbox.view import bubblewrap_view
 
 __all__ = ["Launcher", "Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "SandboxUnavailable",
            "OUTPUT_CAP", "bubblewrap_missing"]
@@ -223,6 +225,8 @@ class Launcher:
         ours, theirs = socket.socketpair()
         self._channel = ours
         command, env = self._command(theirs.fileno())
+        if user is not None and os.geteuid() == 0 and self.mode == "sandbox":
+            user = None  # as_user becomes the user once the paths bubblewrap binds are within its reach
         stderr_r, stderr_w = os.pipe()
         try:
             self._process = subprocess.Popen(
@@ -248,7 +252,16 @@ class Launcher:
                "OMP_NUM_THREADS": "1"}
         if self.mode == "basic":
             return python, {**env, "PYTHONPATH": str(harness_dir.parent), "HOME": "/tmp"}
-        return ["bwrap", *_bubblewrap_view(harness_dir), "--", *python], env
+        view, sources = bubblewrap_view(harness_dir, as_root=os.geteuid() == 0 and self.user is None)
+        command = ["bwrap", *view, "--", *python]
+        if self.user is not None and os.geteuid() == 0:
+            import pwd
+
+            entry = pwd.getpwnam(self.user)
+            # Only this first step runs with the grader's modules on its path; bwrap sets its own.
+            return ([sys.executable, "-P", "-s", "-m", "harness.sandbox.as_user", str(entry.pw_uid),
+                     str(entry.pw_gid), *sources, "--", *command], {**env, "PYTHONPATH": str(harness_dir.parent)})
+        return command, env
 
     def _await_ready(self) -> None:
         if self._ready:
@@ -262,6 +275,8 @@ class Launcher:
             self._ready = True
             return
         failure = self._failure("the sandbox did not start")
+        if self.mode == "sandbox":
+            failure = explain(self._last_words(), self.user)
         if self.mode == "sandbox" and self.fallback:
             # bubblewrap is installed but refused here (a container without user namespaces,
             # say): grade with basic isolation, and say why in the report.
@@ -272,8 +287,11 @@ class Launcher:
         raise SandboxUnavailable(failure)
 
     def _failure(self, what: str) -> str:
-        detail = self.drain.text("template", "stderr", wait=0.5).strip().splitlines()[-1:]
-        return f"{what}: {' '.join(detail)}" if detail else what
+        detail = self._last_words()
+        return f"{what}: {detail}" if detail else what
+
+    def _last_words(self) -> str:
+        return " ".join(self.drain.text("template", "stderr", wait=0.5).strip().splitlines()[-1:])
 
     def _order(self, order: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
         reply = _ask(self._channel, order, fds)
@@ -345,62 +363,6 @@ def _primary_group(user: str) -> int:
     import pwd
 
     return pwd.getpwnam(user).pw_gid
-
-
-def _bubblewrap_view(harness_dir: Path) -> list[str]:
-    """bwrap's arguments: new namespaces, no capabilities, and a read-only view of what Python needs."""
-    args = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if os.geteuid() == 0:
-        # Real root outside, so no user namespace (its uid 65534 would map to root): the
-        # template starts as root with only these two capabilities and a zygote gives them up
-        # for uid 65534 before anything of a submission's exists.
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:
-        args += ["--unshare-user"]
-    made: set[str] = {"/"}
-
-    def parents(path: str) -> None:
-        parent = os.path.dirname(path)
-        if parent not in made:
-            parents(parent)
-            args.extend(["--perms", "0755", "--dir", parent])
-            made.add(parent)
-
-    for top in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
-        if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
-            made.add(top)
-    for path in _python_paths():
-        parents(path)
-        args += ["--ro-bind", path, path]
-        made.add(path)
-    for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
-        if os.path.exists(path):
-            parents(path)
-            args += ["--ro-bind", path, path]
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
-             "--dir", "/grader", "--ro-bind", str(harness_dir), "/grader/harness",
-             "--chdir", "/tmp", "--setenv", "PYTHONPATH", "/grader", "--setenv", "HOME", "/tmp"]
-    return args
-
-
-def _python_paths() -> list[str]:
-    """The folders the interpreter and its installed packages live in, outermost first, without repeats."""
-    import site
-
-    candidates = ["/usr", sys.base_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-    candidates += [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
-    chosen: list[str] = []
-    for path in sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len):
-        if not any(path == c or path.startswith(c + os.sep) for c in chosen):
-            chosen.append(path)
-    # An interpreter reached through a symlink (a venv) must exist at its own path as well.
-    executable_dir = os.path.dirname(sys.executable)
-    if os.path.isdir(executable_dir) and not any(executable_dir == c or executable_dir.startswith(c + os.sep)
-                                                 for c in chosen):
-        chosen.append(executable_dir)
-    return chosen
 
 
 # ---- one submission --------------------------------------------------------------------------
@@ -498,6 +460,11 @@ class Sandbox:
         self._workers.append(worker)
         worker.hello = worker.receive(self.limits.import_seconds, "importing the submission", hello=True)
         return worker
+
+    def provide_source(self, path: Path, text: str) -> None:
+        """The text the workers import for ``path``: what the grader read and judged (a notebook's code
+        cells, a file read once under its size cap), never the file read again."""
+        self._sources[str(path)] = text
 
     def _source(self, path: Path) -> str:
         # Read once: every worker of a grade imports the same text, even if the file changes meanwhile.

@@ -36,7 +36,7 @@ import time
 import traceback
 from typing import Any
 
-from harness.sandbox import _linux, zygote
+from harness.sandbox import _linux, as_user, view, zygote
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
 _NAMESPACES = (_linux.CLONE_NEWUSER | _linux.CLONE_NEWNS | _linux.CLONE_NEWPID | _linux.CLONE_NEWIPC
@@ -128,6 +128,8 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     baseline = _address_space_bytes()
     # torch reads /proc/cpuinfo on its first op; workers never see /proc, so run one now.
     torch.ones(1).add(1)
+    if os.geteuid() == 0:
+        _reachable_for_nobody()
     _linux.drop_to_nobody()
     _linux.prctl(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
     namespaces = _enter_namespaces(limits)
@@ -145,6 +147,35 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     os._exit(0)
 
 
+def _reachable_for_nobody() -> None:
+    """Without bubblewrap, as root: the installation within reach of uid 65534 (a pyenv under a 0700 /root).
+
+    In a mount namespace of this submission's own, each folder that blocks the way is
+    covered and what lies below it bound again (``as_user``). Under bubblewrap the
+    template may not mount, and needs not: bubblewrap made those folders itself.
+    """
+    try:
+        _linux.unshare(_linux.CLONE_NEWNS)
+    except OSError:
+        return
+    try:
+        _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
+        as_user.make_reachable(_installation_paths(), 65534, 65534)
+    except OSError:
+        pass  # what stays out of reach fails at import, in the report
+
+
+def _installation_paths() -> list[str]:
+    """The folders this Python imports from, outermost first, none inside another."""
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
+                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path]
+    chosen: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len):
+        if not any(view.under(path, c) for c in chosen):
+            chosen.append(path)
+    return chosen
+
+
 def _enter_namespaces(limits: dict[str, Any]) -> bool:
     """New user, mount, pid, ipc, uts and network namespaces, a read-only view, a private /tmp and no /proc.
 
@@ -159,12 +190,14 @@ def _enter_namespaces(limits: dict[str, Any]) -> bool:
     _linux.map_ids(uid, gid)
     _close_namespace_loopholes()
     _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
-    # Read-only everywhere, bubblewrap's own folders included: started by an unprivileged
-    # user, its root, /etc, /dev and /dev/shm are tmpfs folders the submission owns, with
-    # no size limit and shared with every later submission.
-    _remount_everything_read_only()
+    kept = _open_under_tmp()
     _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV,
                  f"size={int(limits['disk_mb'])}m,mode=0700")
+    _bind_again(kept)
+    # Read-only everywhere but the private /tmp, bubblewrap's own folders included: started
+    # by an unprivileged user, its root, /etc, /dev and /dev/shm are tmpfs folders the
+    # submission owns, with no size limit and shared with every later submission.
+    _remount_everything_read_only(but="/tmp")
     hidden = _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
     for pseudo in ("/proc", "/sys"):
         if os.path.isdir(pseudo):
@@ -191,7 +224,31 @@ _MOUNT_FLAGS = {"nosuid": _linux.MS_NOSUID, "nodev": _linux.MS_NODEV, "noexec": 
                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
 
 
-def _remount_everything_read_only() -> None:
+def _open_under_tmp() -> list[tuple[str, int]]:
+    """The installation's folders that live under /tmp (a venv there), opened before a private /tmp hides them."""
+    chosen = [p for p in _installation_paths() if view.under(p, "/tmp") and p != "/tmp"]
+    kept = []
+    for path in chosen:
+        try:
+            kept.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+        except OSError:
+            pass  # beyond this user's reach (basic isolation, a 0700 folder): it was never importable
+    return kept
+
+
+def _bind_again(kept: list[tuple[str, int]]) -> None:
+    """Bind each folder opened by ``_open_under_tmp`` at its own path in the new /tmp."""
+    for path, fd in kept:
+        try:
+            os.makedirs(path, 0o755, exist_ok=True)
+            _linux.mount(f"/proc/self/fd/{fd}", path, None, _linux.MS_BIND | _linux.MS_REC)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _remount_everything_read_only(but: str = "") -> None:
     """Make every mount in this mount namespace read-only (the host's, without bubblewrap; its own, with).
 
     A remount must keep the flags the kernel locked when the namespace was created
@@ -206,6 +263,8 @@ def _remount_everything_read_only() -> None:
         if len(fields) < 6:
             continue
         target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if target == but:
+            continue
         flags = _linux.MS_REMOUNT | _linux.MS_BIND | _linux.MS_RDONLY
         for option in fields[5].split(","):
             flags |= _MOUNT_FLAGS.get(option, 0)

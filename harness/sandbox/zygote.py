@@ -131,10 +131,12 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
             _linux.drop_capabilities()
         else:
             _linux.prctl(_linux.PR_SET_NO_NEW_PRIVS, 1)
+        # Before any of the submission's code exists in this process: it may start no process,
+        # so the limits above bound all of its memory and its CPU clock counts all of its work.
         try:
-            _linux.deny_unbounded_memory(os.uname().machine)
+            _linux.confine_worker(os.uname().machine)
         except OSError:
-            pass  # a kernel without seccomp: the per-process limits still hold
+            pass  # a kernel without seccomp: the process limit and the pid namespace still hold
         from harness.sandbox import evaluator
 
         evaluator.serve(socket.socket(fileno=_WORKER_SOCKET), module_path, order["class_name"])

@@ -102,8 +102,29 @@ def test_resume_grades_only_what_changed(fake, subs, tmp_path):
     rows = {r["id"]: r["score"] for r in json.loads((out / "summary.json").read_text())["submissions"]}
     assert rows == {"ann": 9, "bo": 5, "cy": 10, "dee": 8}
     calls.clear()
-    assert invoke(subs, "-o", out, "--level", "core", "--resume", "--seed", "3").exit_code == 0
+    result = invoke(subs, "-o", out, "--level", "core", "--resume", "--seed", "3")
+    assert result.exit_code == 0
     assert sorted(calls) == ["ann.py", "bo.py", "cy.py", "dee.py"]  # other settings: nothing reused
+    assert ("note: grading settings changed since the earlier run (seed 0 -> 3): every submission is graded "
+            "again\n") in result.stderr
+
+
+def test_resume_writes_every_export_of_the_earlier_run_for_the_whole_cohort(fake, subs, tmp_path):
+    out, junit = tmp_path / "out", tmp_path / "junit.xml"
+    assert invoke(subs, "-o", out, "--level", "core", "--gradescope", "--junit", junit,
+                  "--similarity", "0.9").exit_code == 0
+    (subs / "dee.py").write_text("score = 8\n")
+    result = invoke(subs, "-o", out, "--level", "core", "--resume")
+    assert result.exit_code == 0
+    assert (f"note: kept the earlier run's outputs (--gradescope, --junit {junit}): written again for the whole "
+            "cohort\n") in result.stderr
+    assert json.loads((out / "gradescope" / "dee" / "results.json").read_text())["score"] == 8.0
+    assert 'name="dee"' in junit.read_text()
+    assert json.loads((out / "outputs.json").read_text())["similarity_threshold"] == 0.9
+    result = invoke(subs, "-o", out, "--level", "core", "--resume", "--similarity", "0.5")
+    assert ("note: output settings changed since the earlier run (similarity threshold 0.9 -> 0.5): every "
+            "summary and export is written again for the whole cohort\n") in result.stderr
+    assert "grading settings changed" not in result.stderr
 
 
 def test_a_result_without_its_markdown_is_graded_again(fake, subs, tmp_path):
@@ -214,3 +235,20 @@ def test_closing_the_pool_closes_running_sandboxes(fake, subs, tmp_path):
     assert time.monotonic() - started < 5
     assert all(s.closed.is_set() for s in sandboxes)
     assert "ann.py" in calls
+
+
+def test_a_zip_batch_resumes(fake, subs, tmp_path):
+    import zipfile
+
+    calls, _ = fake
+    archive = tmp_path / "subs.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(subs.iterdir()):
+            zf.write(path, path.name)
+    out = tmp_path / "out"
+    assert invoke(archive, "-o", out, "--level", "core").exit_code == 0
+    calls.clear()
+    result = invoke(archive, "-o", out, "--level", "core", "--resume")
+    assert result.exit_code == 0 and calls == []
+    rows = {r["id"]: (r["status"], r["score"]) for r in json.loads((out / "summary.json").read_text())["submissions"]}
+    assert rows == {"ann": ("graded", 9), "bo": ("graded", 3), "cy": ("graded", 10)}

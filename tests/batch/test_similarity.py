@@ -1,8 +1,13 @@
-"""Similarity: blind to names, comments, strings and layout; the template shared by all is left out."""
+"""Similarity: blind to names, comments, strings, layout and padding; the template shared by all is left out;
+the input is bounded."""
 
+import ast
 from pathlib import Path
 
-from harness.batch.similarity import normalised_tokens, similar_pairs
+import pytest
+
+from harness.batch.similarity import (MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, fingerprint, normalised_tokens,
+                                      similar_pairs, without_padding)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = (ROOT / "tests" / "solutions" / "overwrite_grad.py").read_text()
@@ -27,10 +32,65 @@ def test_the_template_is_not_evidence():
     assert similar_pairs({"a": template + ENGINE, "b": template + "x = 1\n"}, threshold=0.0) == []
 
 
-def test_score_is_the_share_of_ngrams_in_common():
-    # N = N + N - N * N / N % N // N ** N: 17 tokens, 10 distinct 8-grams;
-    # its first 11 tokens hold 4 of them, so the pair shares 4 of 10.
-    long = "a = b + c - d * e / f % g // h ** i\n"
-    short = "a = b + c - d * e / f\n"
-    assert similar_pairs({"a": long, "b": short}, threshold=0.0, base=()) == [
-        {"a": "a", "b": "b", "score": 0.4, "shared": 4}]
+def test_score_is_the_share_of_the_smaller_submissions_fingerprints():
+    # Anything added to the larger one (here an unrelated engine) cannot lower the score.
+    other = (ROOT / "reference" / "engine.py").read_text()
+    own = fingerprint(ENGINE) - fingerprint(other)
+    [pair] = similar_pairs({"a": ENGINE, "b": ENGINE + "\n" + other}, threshold=0.0, base=())
+    assert pair["score"] == 1.0 and pair["shared"] >= len(own) > MIN_FINGERPRINTS
+
+
+def _semicolon_pass(source: str) -> str:
+    """``;pass`` after every simple statement that ends its line."""
+    lines = []
+    for line in source.splitlines():
+        body = line.strip()
+        simple = body and not body.startswith(("#", "@", '"', "'")) and not body.endswith((":", ",", "(", "[", "{"))
+        lines.append(line + ";pass" if simple and '"""' not in body else line)
+    return "\n".join(lines) + "\n"
+
+
+def _dead_code(source: str) -> str:
+    """Varied statements that never matter after every statement of every function, and definitions
+    nothing uses."""
+    padding = ["_u{n} = {n} * 7", "if False:\n{pad}    print({n})", "_t{n} = [i for i in range({n})]", "{n}",
+               "while 0:\n{pad}    break", "'note {n}'"]
+    lines, inside = [], False
+    for n, line in enumerate(source.splitlines()):
+        lines.append(line)
+        body = line.strip()
+        inside = inside or body.startswith("def ")
+        pad = " " * (len(line) - len(line.lstrip()) + (4 if body.endswith(":") else 0))
+        if inside and body and not body.startswith(("#", "@", '"', "'")) and not body.endswith((",", "(", "[")):
+            lines.append(pad + padding[n % len(padding)].format(n=n, pad=pad))
+    lines += ["def helper(a, b):", "    return a * b + 3", "    x = 1", "class Unused:", "    def go(self):",
+              "        return helper(1, 2)"]
+    return "\n".join(lines) + "\n"
+
+
+def _plain_score(a: str, b: str) -> float:
+    """Jaccard index of the two sources' token 8-gram sets, as similarity once was."""
+    grams = [{tuple(t[i:i + 8]) for i in range(len(t) - 7)} for t in map(normalised_tokens, (a, b))]
+    return len(grams[0] & grams[1]) / len(grams[0] | grams[1])
+
+
+@pytest.mark.parametrize("pad", [_semicolon_pass, _dead_code])
+def test_a_padded_copy_is_found(pad):
+    padded = pad(ENGINE)
+    ast.parse(padded)
+    assert _plain_score(ENGINE, padded) < THRESHOLD  # the padding hides the copy from plain token n-grams
+    [pair] = similar_pairs({"orig": ENGINE, "copy": padded})
+    assert (pair["a"], pair["b"], pair["score"]) == ("copy", "orig", 1.0)
+
+
+def test_what_can_never_run_is_dropped():
+    assert without_padding("def f(x):\n    return x\n    y = 2\npass\nif False:\n    z()\nf(1)\n") == \
+        "def f(x):\n    return x\nf(1)"
+    # a helper that only dead code calls is dead too
+    assert without_padding("def g():\n    pass\ndef h():\n    g()\nprint(1)\n") == "print(1)"
+
+
+def test_input_is_bounded():
+    huge = "x = y + 1\n" * 300_000  # 3 MB, ten times what is compared
+    assert len(normalised_tokens(huge)) <= MAX_TOKENS
+    assert similar_pairs({"a": huge, "b": huge}) == []  # one repeated line: too few fingerprints to judge

@@ -1,5 +1,9 @@
 """Programs drawn ahead of time are exactly the ones the property search would draw, so the grade is the same."""
 
+import tomllib
+from pathlib import Path
+
+import hypothesis
 import pytest
 from hypothesis import given, seed
 
@@ -41,6 +45,15 @@ def test_the_search_meets_the_first_failing_drawn_program_first(seed_value):
     assert first is not None, "the drawn programs never show the bug: choose another"
     seen = _first_failure_seen_by_the_search(fails, 60, seed_value)
     assert seen is not None and seen.to_wire() == first.to_wire()
+
+
+def test_the_shipped_programs_are_drawn_by_the_pinned_hypothesis():
+    # The shipped programs are named after the hypothesis that drew them: the pin keeps a fresh
+    # install on that version (another one grades the same, drawing at run time, slower).
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    pinned = [d.split("==")[1] for d in pyproject["project"]["dependencies"] if d.startswith("hypothesis==")]
+    assert pinned == [hypothesis.__version__], (f"pyproject.toml pins hypothesis {pinned}, {hypothesis.__version__} "
+                                                "is installed: pip install -e . (or move the pin and redraw)")
 
 
 def test_the_shipped_programs_are_what_the_default_grade_draws():

@@ -74,7 +74,31 @@ def test_the_page_works_in_a_browser(browser, page_file):
     assert visible_ids() == ["ada", "bert", "cleo", "dmitri", "=evil"]
     assert page.inner_text("#shown") == "5 of 5 shown"
     assert page.locator("#histogram rect.bar").count() == 10
-    assert "<img src=x" in page.inner_text("#c-bert")  # shown as text
+    # each candidate's details are folded: a row of the table's height until opened (link or click)
+    assert all(page.locator(f"[id='c-{sid}']").bounding_box()["height"] < 40 for sid in ("ada", "bert", "=evil"))
+    page.click("#candidates a[href='#c-bert']")
+    assert "<img src=x" in page.inner_text("#c-bert")  # opened by its link, and shown as text
+    assert page.locator("#c-bert").bounding_box()["height"] > 200
+
+    # an error row says why in the table; every score has one decimal, as in the text report
+    assert page.inner_text("#candidates tr[data-status=error] td.why").startswith("importing raised <img src=x")
+    assert [rows.nth(i).locator("td").nth(2).inner_text() for i in range(5)] == [
+        "10.0 / 10.0", "4.0 / 10.0", "10.0 / 10.0", "0.0 / 10.0", "0.0 / 10.0"]
+    assert [rows.nth(i).locator("td").nth(7).inner_text() for i in range(3)] == ["", "overwrite, 1 unexplained", ""]
+
+    def bins() -> list[int]:
+        bars = page.locator("#histogram rect.bar")
+        return [int(bars.nth(i).get_attribute("data-count")) for i in range(10)]
+
+    # graded rows only (dmitri's violation and =evil's error are no 0% scores): bert 40%, ada and cleo 100%
+    assert bins() == [0, 0, 0, 0, 1, 0, 0, 0, 0, 2] and page.inner_text("#histogram-graded") == "3"
+    assert page.inner_html("#histogram").count("interview bar 80%") == 1  # the bar: 8 of the core's 10
+    # candidates x concepts: bert earned none of accumulation and all of order
+    heat = {row.split("\t")[0]: row.split("\t")[1:] for row in page.inner_text("#heatmap tbody").splitlines()}
+    assert heat == {"ada": ["100", "100"], "bert": ["0", "100"], "cleo": ["100", "100"]}
+    assert page.locator("#heatmap tbody tr").nth(1).locator("td").nth(1).get_attribute("class") == "h0"
+    assert page.inner_text("#common-causes tbody").split("\t")[:3] == ["overwrite", "overwrite instead of accumulate",
+                                                                       "1"]
 
     # scores: ada 10, bert 4, cleo 10, dmitri 0, =evil 0; ties are broken by id
     page.click("#candidates th[data-key=score]")
@@ -86,6 +110,7 @@ def test_the_page_works_in_a_browser(browser, page_file):
 
     page.fill("#filter", "BERT")
     assert visible_ids() == ["bert"] and page.inner_text("#shown") == "1 of 5 shown"
+    assert bins() == [0, 0, 0, 0, 1, 0, 0, 0, 0, 0] and page.inner_text("#histogram-graded") == "1"
     page.fill("#filter", "overwrite")  # a root cause
     assert visible_ids() == ["bert"]
     page.fill("#filter", "")
@@ -93,5 +118,7 @@ def test_the_page_works_in_a_browser(browser, page_file):
                              ("needs-review", ["cleo"]), ("interview-passed", ["ada"]), ("", None)]:
         page.select_option("#status-filter", choice)
         assert visible_ids() == (expected or ["=evil", "ada", "bert", "cleo", "dmitri"]), choice
+        if choice == "error":
+            assert bins() == [0] * 10
     assert problems == [] and dialogs == []
     page.close()

@@ -1,6 +1,11 @@
-"""Combining two partial grades (--watch grades core first) and saying what changed between saves."""
+"""Combining two partial grades (--watch grades core first) and saying what changed between saves; worker text
+that would draw lines of a report."""
 
+import dataclasses
+
+from harness.checks.context import describe_error
 from harness.report.model import CheckResult, Report, changes, combine
+from harness.report.render import render_text
 
 
 def _report(level_scores: dict[str, tuple[float, float]], outcomes: dict[str, str], causes=()) -> Report:
@@ -32,3 +37,33 @@ def test_changes_name_the_checks_that_flipped_and_the_score():
     assert changes(before, after) == ["2 checks now pass: core.b, core.c", "1 check now fails: core.a",
                                       "score 1.0 -> 2.0 (+1.0)"]
     assert changes(after, after) == ["no check changed its outcome"]
+
+
+def test_a_violation_in_either_part_is_a_violation_of_the_whole():
+    # --watch: the core part graded clean, the follow-ups used torch's autograd.
+    core = dataclasses.replace(
+        _report({"core": (3.0, 3.0)}, {"core.a": "passed", "core.b": "passed", "core.c": "passed"}),
+        interview={"passed": True, "bar": 2.1, "core_score": 3.0, "needs_review": False, "gates_failed": []})
+    rest = dataclasses.replace(_report({"followups": (0.0, 2.0)}, {"followups.a": "skipped"}),
+                               status="integrity_violation", integrity_violations=("uses torch.autograd.grad",),
+                               interview={})
+    for both in (combine(core, rest), combine(rest, core)):
+        assert both.status == "integrity_violation" and both.integrity_violations == ("uses torch.autograd.grad",)
+        assert both.score == 0.0 and all(c.points == 0.0 for c in both.checks)
+        assert all(v["score"] == 0.0 for v in both.levels.values())
+    assert combine(core, rest).interview["passed"] is False
+    text = render_text(combine(core, rest))
+    assert "integrity violation (the score is 0)" in text and "interview bar: passed" not in text
+    assert text.splitlines()[-1].startswith("score 0.0/5.0  [integrity_violation]")
+
+
+def test_worker_text_cannot_draw_a_line_of_the_text_report():
+    # An exception class named with newlines, raised on import: one escaped line in the header.
+    fake = "score 60.0/60.0  [graded]  interview bar: passed"
+    message = describe_error({"type": f"Boom\n{fake}", "message": f"x\r\n{fake}", "where": "import"})
+    report = Report(file="s.py", status="error", score=0.0, max_score=60.0, levels={"core": {"score": 0.0,
+                    "max_score": 60.0}}, checks=(), message=f"importing the submission raised {message}",
+                    interview={"passed": False, "bar": 42.0, "core_score": 0.0})
+    lines = render_text(report).splitlines()
+    assert [line for line in lines if fake in line] == [lines[1]]  # only inside the one escaped header line
+    assert lines[1].startswith("could not be graded (error): importing the submission raised Boom\\nscore")

@@ -4,7 +4,7 @@ import unicodedata
 
 import pytest
 
-from harness.report.safety import markdown_fence, markdown_inline, printable
+from harness.report.safety import markdown_fence, markdown_inline, one_line, printable
 
 
 @pytest.mark.parametrize(("text", "shown"), [
@@ -31,7 +31,17 @@ def test_printable_leaves_no_control_format_or_separator_character_raw():
 def test_markdown_inline_escapes_markup_and_stays_on_one_line():
     # The newline becomes a space, so "##" is no longer at the start of a line.
     assert markdown_inline("| x |\n## <b>[a](javascript:1)</b> `c`") == \
-        "\\| x \\| ## \\<b\\>\\[a\\](javascript:1)\\</b\\> \\`c\\`"
+        "\\| x \\| ## \\<b\\>\\[a\\](javascript\\:1)\\</b\\> \\`c\\`"
+
+
+def test_markdown_inline_leaves_no_autolink():
+    # GitHub links bare URLs, www. names and addresses; an escape inside each breaks the pattern.
+    assert markdown_inline("see https://evil.example/x, WWW.evil.example or me@evil.example") == \
+        "see https\\://evil.example/x, WWW\\.evil.example or me\\@evil.example"
+
+
+def test_one_line_shows_newlines_as_escapes():
+    assert one_line("Err\nscore 60.0/60.0 [graded]\r\t\x1b") == "Err\\nscore 60.0/60.0 [graded]\\r\\t\\x1b"
 
 
 def test_a_fence_cannot_be_closed_from_inside():

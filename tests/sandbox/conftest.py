@@ -3,7 +3,6 @@
 import os
 import pwd
 import subprocess
-import sys
 
 import pytest
 
@@ -24,10 +23,6 @@ def unprivileged_user() -> str:
     except KeyError:
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
                         UNPRIVILEGED_USER], check=True)
-    entry = pwd.getpwnam(UNPRIVILEGED_USER)
-    probe = subprocess.run([sys.executable, "-c", "import torch"], user=entry.pw_uid, group=entry.pw_gid,
-                           extra_groups=[], capture_output=True, cwd="/")
-    if probe.returncode != 0:
-        pytest.skip(f"{UNPRIVILEGED_USER} cannot run {sys.executable} (its folders are not searchable; "
-                    ".ci/run makes them so)")
+    # The user need not reach the interpreter or the checkout (a 0700 home above them): the
+    # grader hands bubblewrap each folder as a descriptor it opened itself.
     return UNPRIVILEGED_USER

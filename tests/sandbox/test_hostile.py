@@ -66,7 +66,7 @@ CLI_START = 20.0
 """Seconds the command line may take to start (it imports torch) before the grade's own clock starts."""
 SECRET = "GRADER_TEST_SECRET"
 ENTRY_KEYS = {"file", "technique", "status", "exit_code", "max_score_fraction", "fails", "time_limit", "via", "also",
-              "message", "checks_say", "xfail"}
+              "message", "checks_say", "review", "xfail"}
 FAILING = ("failed", "error", "timeout")
 PLANTED = b"planted by a hostile test"
 _MARKS = itertools.count()
@@ -127,6 +127,7 @@ def sandbox_launcher(secret):
 @pytest.fixture(scope="module")
 def unprivileged_launcher(secret, unprivileged_user):
     with Launcher("sandbox", user=unprivileged_user) as launcher:
+        launcher.sandbox().close()  # started: its processes are all there before the first grade looks
         yield launcher
 
 
@@ -412,6 +413,11 @@ def _verdict_problems(run: Run) -> list[str]:
         for c in checks:
             if c.get("outcome") in FAILING and not re.search(entry["checks_say"], c.get("message", "")):
                 found.append(f"{c.get('id')} says {c.get('message', '')[:200]!r}, not {entry['checks_say']!r}")
+    if "review" in entry:
+        review = data.get("integrity", {}).get("review", [])
+        if not any(isinstance(e.get("line"), int) and re.search(entry["review"], f"{e.get('construct')}: {e.get('why')}")
+                   for e in review):
+            found.append(f"no review entry with a line matches {entry['review']!r}: {review}")
     for c in checks:
         if "internal grader error" in c.get("message", ""):
             found.append(f"{c.get('id')}: the grader blamed itself: {c.get('message', '')[:300]!r}")

@@ -22,7 +22,11 @@ def escaped(what):
 
 
 def daemonize(argv, ignore_signals):
-    first = os.fork()
+    try:
+        first = os.fork()
+    except OSError as exc:  # the worker may start no process
+        print(f"no daemon: {exc}", flush=True)
+        return
     if first:
         os.waitpid(first, 0)
         return

@@ -47,7 +47,10 @@ time.sleep(97)
 
 
 def attack():
-    subprocess.Popen([sys.executable, "-c", SQUATTER, f"squat-{MARK or 0}"], stdin=subprocess.DEVNULL)
+    try:
+        subprocess.Popen([sys.executable, "-c", SQUATTER, f"squat-{MARK or 0}"], stdin=subprocess.DEVNULL)
+    except OSError as exc:  # the worker may start no process
+        print(f"no squatter: {exc}", flush=True)
     for path in ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
                  "/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", "/dev/log",
                  "/run/systemd/private", "/run/systemd/journal/stdout", "\0/tmp/.X11-unix/X0",
