@@ -55,6 +55,7 @@ def main(ctx: click.Context) -> None:
       grade solution.py               grade a submission (text report)
       grade solution.py --format json the JSON report, for other tools
       grade init [PATH]               write the candidate template
+      grade explain [CONCEPT]         the interview concept behind a check
       grade spec check [PATH...]      validate YAML graph cases
       grade batch FOLDER -o OUT       grade a folder of submissions for interviewers
     """
@@ -67,6 +68,20 @@ def _isolate_imports() -> None:
     """Never import from the working folder: a submissions folder may hold a ``torch.py``."""
     here = os.path.realpath(os.getcwd())
     sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here]
+
+
+class _AgreeParam(click.ParamType):
+    name = "terms"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from harness.agreements import Agreements, parse_agreements
+
+        if isinstance(value, Agreements):
+            return value
+        try:
+            return parse_agreements(str(value))
+        except HarnessError as exc:
+            self.fail(str(exc).removeprefix("--agree: "), param, ctx)
 
 
 @main.command("file", hidden=True)
@@ -88,7 +103,16 @@ def _isolate_imports() -> None:
               help="Seconds for the whole submission.")
 @click.option("--memory-mb", type=click.IntRange(64), default=2048, show_default=True,
               help="Memory limit of the submission's process.")
+@click.option("--agree", type=_AgreeParam(), default="", metavar="TERMS",
+              help="What the interview agreed, e.g. broadcasting=no,upstream=no,second_backward=overwrite: "
+                   "checks of what was agreed away are not required.")
+@click.option("--variant", type=click.Choice(("tensor", "function")), default="tensor", show_default=True,
+              help="function: each op is a torch.autograd.Function run by torch's engine (its formulas are graded).")
 @click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("--practice", is_flag=True,
+              help="With --watch (implied): a timed practice session, help one step at a time, then follow-ups.")
+@click.option("--practice-minutes", type=click.FloatRange(1), default=45.0, show_default=True,
+              help="The practice session's timer.")
 @click.option("--require-sandbox", is_flag=True,
               help="Refuse to grade without the bubblewrap sandbox (for untrusted submissions).")
 @click.option("-v", "--verbose", is_flag=True, help="List every check in the text report, passes included.")
@@ -99,8 +123,9 @@ def _isolate_imports() -> None:
                    "after_due_date, after_published; repeatable, the last match wins).")
 def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, ...], only_specs: tuple[Path, ...],
                rubric: Path | None,
-               class_name: str, max_examples: int, time_limit: float, memory_mb: int, watch: bool,
-               require_sandbox: bool, verbose: bool, output_dir: Path | None, visibility: tuple[str, ...]) -> None:
+               class_name: str, max_examples: int, time_limit: float, memory_mb: int, agree: Any, variant: str,
+               watch: bool, practice: bool, practice_minutes: float, require_sandbox: bool, verbose: bool,
+               output_dir: Path | None, visibility: tuple[str, ...]) -> None:
     """Grade the submission PATH."""
     # Everything up to the first grade is torch-free: a file that cannot be graded is
     # reported from its source alone, in milliseconds.
@@ -116,10 +141,16 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     isolation = "sandbox" if require_sandbox else "auto"
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
-                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation)
+                           time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree,
+                           variant=variant)
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    if watch:
-        _watch(path, options, fmt, colour, verbose, output_dir)
+    if watch or practice:
+        session = None
+        if practice:
+            from harness.practice import Practice
+
+            session = Practice(minutes=practice_minutes)
+        _watch(path, options, fmt, colour, verbose, output_dir, session)
     try:
         early = preflight(path, options, scan=False)  # no torch yet: the sandbox's import starts first
     except HarnessError as exc:
@@ -195,7 +226,8 @@ def _grade(path: Path, options: Any, sandbox: Any) -> Any:
         _fail(str(exc))
 
 
-def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None) -> None:
+def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None,
+           practice: Any = None) -> None:
     """Grade on every save: the core level first (on screen in about a second), then the rest, and what changed.
 
     The template stays warm between saves and the next submission's sandbox is opened
@@ -215,6 +247,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
     try:
         while True:
             report: Report | None = None
+            graded_stamp = _stamp(path)  # a save while this grade runs is graded next, not missed
             try:
                 early = preflight(path, options)
                 if isinstance(early, Report):
@@ -237,11 +270,13 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
                 click.echo(f"error: {exc}", err=True)
             if report is not None:
                 _show(report, fmt, colour, verbose, previous, None)
+                if practice is not None:
+                    click.echo("\n".join(practice.regraded(report)))
                 if output_dir is not None:
                     _write_formats(report, output_dir, path.stem)
                 previous = report
             spare = launcher.sandbox(limits)
-            _wait_for_change(path)
+            _wait_for_change(path, practice, graded_stamp)
     finally:
         if spare is not None:
             spare.close()
@@ -289,11 +324,40 @@ def _settle_after_imports() -> None:
     gc.freeze()
 
 
-def _wait_for_change(path: Path) -> None:
+def _wait_for_change(path: Path, practice: Any = None, before: Any = None) -> None:
+    """Return once ``path`` differs from ``before`` (its stamp when the last grade read it)."""
     click.echo(f"\nwatching {path} for changes (Ctrl-C to stop)...", err=True)
-    before = _stamp(path)
+    if before is None:
+        before = _stamp(path)
+    listening = practice is not None
     while _stamp(path) == before:
-        time.sleep(0.1)  # a stat() per tick costs nothing; the candidate waits for the tick
+        # A stat() per tick costs nothing; the candidate waits for the tick. In practice,
+        # the tick also listens for a request for help on the terminal.
+        if listening:
+            line = _line_within(0.1)
+            if line is None:
+                continue
+            if line is False:
+                listening = False  # the input closed: keep watching the file
+            else:
+                click.echo("\n".join(practice.requested()))
+        else:
+            time.sleep(0.1)
+
+
+def _line_within(seconds: float) -> str | bool | None:
+    """A line typed on stdin within ``seconds``, None if none came, False once stdin has closed."""
+    import select
+
+    try:
+        ready, _, _ = select.select([sys.stdin], [], [], seconds)
+    except (OSError, ValueError):
+        time.sleep(seconds)
+        return False
+    if not ready:
+        return None
+    line = sys.stdin.readline()
+    return line if line else False
 
 
 def _stamp(path: Path) -> tuple[float, int] | None:
@@ -304,15 +368,34 @@ def _stamp(path: Path) -> tuple[float, int] | None:
     return (st.st_mtime, st.st_size)
 
 
+@main.command("explain")
+@click.argument("name", required=False)
+@click.option("--depth", type=click.Choice(("junior", "middle", "senior", "principal")),
+              help="Only this depth (default: all four).")
+def explain(name: str | None, depth: str | None) -> None:
+    """Explain the interview concept NAME behind a check (without NAME: list them)."""
+    from harness.concepts import render_concept, render_list
+
+    if name is None:
+        click.echo(render_list())
+        return
+    try:
+        click.echo(render_concept(name, depth))
+    except HarnessError as exc:
+        _fail(str(exc))
+
+
 @main.command("init")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="solution.py")
-def init(path: Path) -> None:
+@click.option("--minimal", is_flag=True,
+              help="Only the interface as the interview states it: no docstrings that hint at the answers.")
+def init(path: Path, minimal: bool) -> None:
     """Write the candidate template to PATH (default solution.py)."""
     from importlib import resources
 
     if path.exists():
         _fail(f"{path}: already exists; not overwriting it")
-    template = resources.files("candidate_template").joinpath("solution.py").read_text()
+    template = resources.files("candidate_template").joinpath("minimal.py" if minimal else "solution.py").read_text()
     try:
         path.write_text(template)
     except OSError as exc:

@@ -18,6 +18,8 @@ from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from harness import __version__
+from harness.agreements import NOT_REQUIRED, Agreements
+from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
 from harness.integrity.use import runs_at_import, settle
@@ -51,6 +53,10 @@ class GradeOptions:
     """"auto" (bubblewrap when it works), "sandbox" (bubblewrap or refuse) or "basic"."""
     levels: tuple[str, ...] = ()
     """Only the checks of these levels (with ``level="all"``); empty means every level ``level`` allows."""
+    agreements: Agreements = Agreements()
+    """What the interview agreed about the interface; over the rubric's agreements, term by term."""
+    variant: str = "tensor"
+    """"tensor" (the whole engine is the candidate's) or "function" (each op a torch.autograd.Function)."""
     follow_links: bool = True
     """Whether a submission file may be a symbolic link: a batch's never may (its candidates chose the files)."""
 
@@ -78,6 +84,7 @@ class PlannedCheck:
 def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
     """Every check this grade will consider, in order: targeted checks, spec cases, properties."""
     import harness.checks.properties  # noqa: F401  -- registers the property checks
+    import harness.checks.saved_tensors  # noqa: F401  -- registers the saved-tensor audit
     from harness.checks.targeted import CHECKS
     from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
@@ -133,12 +140,17 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     if isinstance(early, Report):
         return early
     submission = early
+    if options.variant != "tensor":  # what the variant allows is not a finding
+        submission = dataclasses.replace(submission, findings=dataclasses.replace(
+            submission.findings, violations=kept(submission.findings.violations, options.variant),
+            review=kept_review(submission.findings.review, options.variant)))
     protect_grader()
     plan = _plan(options)
     if submission.findings.violations and runs_at_import(submission.text, submission.findings):
         # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
         # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
+                               _excuse(c, options, rubric) or
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
         from harness.diagnosis.causes import diagnose
 
@@ -204,6 +216,8 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
 def _check_options(options: GradeOptions) -> None:
     if options.level not in (*LEVELS, "all"):
         raise HarnessError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)}, all)")
+    if options.variant not in VARIANTS:
+        raise HarnessError(f"unknown variant {options.variant!r} (choose from {', '.join(VARIANTS)})")
 
 
 def _plan(options: GradeOptions) -> list[PlannedCheck]:
@@ -278,6 +292,7 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
+    "harness.checks.saved_tensors",
     "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     "harness.integrity.probes",
@@ -304,6 +319,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     def new_context() -> Context:
         ctx = Context(sandbox, path, options.class_name, module_name, shared)
         ctx.seed, ctx.max_examples = options.seed, options.max_examples
+        ctx.variant = options.variant
         return ctx
 
     ctx = new_context()
@@ -331,7 +347,11 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     runnable: list[PlannedCheck] = []
     for planned in plan:
         missing = _missing(planned.requires, members, features, options.class_name)
-        if missing:
+        excuse = _excuse(planned, options, rubric)
+        if excuse:
+            results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
+                                              "skipped", excuse)
+        elif missing:
             results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
                                               "not_attempted", f"not attempted: {missing}")
         else:
@@ -361,8 +381,9 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
             future.result()
     t0 = time.perf_counter()
     static = settled()
-    graded, causes = diagnose([results[c.id] for c in plan], (*static.violations, *shared.violations),
-                              rubric.allot([(c.id, c.level) for c in plan]),
+    graded, causes = diagnose([results[c.id] for c in plan],
+                              (*static.violations, *kept(shared.violations, options.variant)),
+                              rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),
                               {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
@@ -391,13 +412,28 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
         outcome, message, details, evidence = "error", exc.message, exc.details, exc.evidence
     except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
+    notes = getattr(ctx, "notes", None)
+    if notes:
+        details = {**notes, **details}
     if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
+    if outcome in ("failed", "error", "timeout"):
+        details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
     if evidence is not None and outcome in ("failed", "error"):
         evidence, details = _smallest_reproduction(evidence, details, ctx)
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
     return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
+
+
+def _with_explain(hint: str | None, concept: str) -> str:
+    """A failing check's hint, ending with the concept to read about."""
+    from harness.concepts import explain_line
+
+    hint = (hint or "").rstrip()
+    if hint and not hint.endswith((".", "!", "?", ")")):
+        hint += "."
+    return f"{hint} {explain_line(concept)}".strip()
 
 
 def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:
@@ -445,6 +481,20 @@ _FEATURES = {
 }
 
 
+def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
+    """The agreements a grade applies: the command line's terms over the rubric's."""
+    return options.agreements.over(rubric.agreements)
+
+
+def _excuse(planned: PlannedCheck, options: GradeOptions, rubric: Rubric) -> str | None:
+    """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
+    return agreements_of(options, rubric).excuse(planned.requires) or not_credited(planned.concept, options.variant)
+
+
+def _excused(results: Any) -> set[str]:
+    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith((NOT_REQUIRED, NOT_CREDITED_TEXT))}
+
+
 def _missing(requires: frozenset[str], members: set[str], features: dict[str, Any], class_name: str) -> str | None:
     for need in sorted(requires):
         if need.startswith("feature:"):
@@ -460,10 +510,10 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
             isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
             source_note: str = "") -> Report:
-    violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in shared.violations)
+    violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in kept(shared.violations, options.variant))
     if violations and status == "graded":
         status = "integrity_violation"
-    points = rubric.allot([(r.id, r.level) for r in results])
+    points = rubric.allot([(r.id, r.level) for r in results], _excused(results))
     scored = []
     for r in results:
         earned = points[r.id] if r.outcome == "passed" and status == "graded" else 0.0
@@ -474,8 +524,9 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
                 "max_score": rubric.levels.get(level, 0.0)}
         for level in levels_used
     }
-    review = tuple(entry.to_dict() for entry in (*static.review, *shared.review))
-    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review))
+    review = tuple(entry.to_dict() for entry in kept_review((*static.review, *shared.review), options.variant))
+    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review),
+                                 excused=_excused(scored))
     return Report(
         file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
         max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
@@ -483,5 +534,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         output=dict(shared.output), timings=dict(timings), grader_version=__version__,
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
         source_note=source_note,
-        root_causes=root_causes,
+        root_causes=root_causes, agreements=agreements_of(options, rubric).to_dict(), variant=options.variant,
     )

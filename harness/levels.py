@@ -3,3 +3,8 @@
 from typing import Final
 
 LEVELS: Final = ("core", "followups", "extensions")
+
+# Checks that inform the interviewer (what an engine keeps alive, say) rather than grade
+# correctness: they cost their small weight when they fail but never change the exit code,
+# so a correct engine written in another house style still exits 0.
+INFORMATIONAL: Final = frozenset({"followups.saved_tensors"})

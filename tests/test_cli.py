@@ -100,7 +100,7 @@ def test_a_bad_rubric_is_a_one_line_error(invoke, submission, tmp_path):
     rubric.write_text("levels: {core: 10}\nbonus: 3\n")
     result = invoke(submission, "--rubric", rubric)
     assert result.exit_code == 2
-    assert result.stderr == (f"error: {rubric}: unknown key 'bonus' (allowed: levels, weights, interview_bar, gates)\n")
+    assert result.stderr == (f"error: {rubric}: unknown key 'bonus' (allowed: levels, weights, interview_bar, gates, agreements)\n")
 
 
 def test_init_writes_the_template_once(invoke, tmp_path):

@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 __all__ = ["batch"]
 
 SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name", "max_examples", "time_limit",
-                  "memory_mb", "visibility")
+                  "memory_mb", "visibility", "agree", "variant")
 """Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli)."""
 
 
@@ -116,7 +116,7 @@ def _options(values: dict, isolation: str):
                         specs=specs + only, replace_specs=specs_replaced(specs, only), rubric=values["rubric"],
                         max_examples=values["max_examples"],
                         time_limit=values["time_limit"], memory_mb=values["memory_mb"], isolation=isolation,
-                        follow_links=False)
+                        follow_links=False, agreements=values["agree"], variant=values["variant"])
 
 
 def _check_settings(options) -> None:

@@ -81,7 +81,8 @@ def not_graded(sub: Submission, options: GradeOptions, message: str, started: fl
         levels=levels, checks=(), message=message, seed=options.seed,
         interview=rubric.interview(levels.get("core"), [], graded=False, needs_review=False),
         timings={"total": time.perf_counter() - started}, grader_version=__version__,
-        source_sha256=source_sha256(sub.path),
+        source_sha256=source_sha256(sub.path), agreements=options.agreements.over(rubric.agreements).to_dict(),
+        variant=options.variant,
         # nothing ran: the isolation the batch asked for, so that the cohort's rows agree
         isolation="sandbox" if options.isolation == "sandbox" else "basic",
     )

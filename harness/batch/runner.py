@@ -133,6 +133,8 @@ def settings_record(options: GradeOptions, entry: str) -> dict[str, Any]:
         "entry": entry,
         "rubric_sha256": _digest([options.rubric]) if options.rubric else "default",
         "specs_sha256": _digest(spec_paths(options)),
+        "agreements": options.agreements.describe(),
+        "variant": options.variant,
     }
 
 

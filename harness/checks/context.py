@@ -252,6 +252,10 @@ class Context:
         self.members: set[str] = set()
         self.seed = 0
         self.max_examples = 200
+        self.notes: dict[str, Any] = {}
+        """Details a passing check leaves for the report (a table, say); cleared when a check begins."""
+        self.variant = "tensor"
+        """``function``: the worker also checks that every backward formula is the submission's own."""
 
     # ---- worker lifecycle: a fresh worker per check keeps checks independent ----
 
@@ -261,6 +265,11 @@ class Context:
             self.retire()
         self._isolated = fresh
         self.check_deadline = check_deadline
+        self.notes = {}
+
+    def note(self, **details: Any) -> None:
+        """Add details to the running check's result, whatever its outcome."""
+        self.notes.update(details)
 
     def retire(self) -> None:
         if self._worker is not None:
@@ -336,7 +345,7 @@ class Context:
         what = f"running {program.expression()[:80]}" if len(program.steps) <= 20 else \
             f"running a graph of {len(program.steps)} nodes"
         payload = {"kind": "timed_run" if timed else "run", "program": program.to_wire(), "observe": observe,
-                   "guard": guard}
+                   "guard": guard, **self._variant()}
         started = time.perf_counter()
         worker = self.worker() if timed else None
         cpu_before = worker.cpu_seconds() if worker is not None else None
@@ -346,7 +355,8 @@ class Context:
 
     def run_many(self, programs: Sequence[Program], *, timeout: float) -> list[Observation]:
         """Run ``programs`` in one request (each on fresh leaves): one observation per program, in order."""
-        payload = {"kind": "run_many", "programs": [p.to_wire() for p in programs], "observe": "all", "guard": True}
+        payload = {"kind": "run_many", "programs": [p.to_wire() for p in programs], "observe": "all", "guard": True,
+                   **self._variant()}
         started = time.perf_counter()
         reply = self.request(payload, timeout, f"running {len(programs)} graphs")
         results = reply.get("results", [])
@@ -354,6 +364,9 @@ class Context:
             raise CandidateError(f"the worker answered {len(results)} of {len(programs)} graphs")
         seconds = (time.perf_counter() - started) / max(1, len(programs))
         return [_observation(p, r, seconds, None) for p, r in zip(programs, results)]
+
+    def _variant(self) -> dict[str, str]:
+        return {} if self.variant == "tensor" else {"variant": self.variant}
 
     def probe(self, kind: str, *, timeout: float, **fields: Any) -> dict[str, Any]:
         return self.request({"kind": kind, **fields}, timeout, f"the {kind.replace('_', ' ')} probe")

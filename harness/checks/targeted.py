@@ -474,7 +474,7 @@ def upstream_gradient(ctx: Context) -> None:
     ctx.expect(p)
 
 
-@check("followups.passes", "followups", "accumulation", requires=CORE_MEMBERS)
+@check("followups.passes", "followups", "accumulation", requires=CORE_MEMBERS | {"feature:passes"})
 def accumulation_across_passes(ctx: Context) -> None:
     """Two forward passes and two backward() calls add up in the leaves' grads, as in PyTorch.
 

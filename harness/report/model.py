@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from harness.levels import INFORMATIONAL
+
 __all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combine", "changes"]
 
 OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
@@ -71,6 +73,18 @@ class Report:
     source_sha256: str = ""
     source_note: str = ""
     """How the source was read when it was not simply the file: a notebook's code cells, what was left out."""
+    variant: str = "tensor"
+    """Which reading of the task was graded: "tensor" (the whole engine) or "function" (torch.autograd.Functions)."""
+    agreements: dict[str, str] = field(default_factory=dict)
+    """What the interview agreed about the interface (``broadcasting``, ``upstream``, ``second_backward``);
+    empty when nothing departs from the contract."""
+
+    def saved_tensors(self) -> dict[str, Any] | None:
+        """The saved-tensor audit's table (kept vs needed per graph, in bytes), when the audit ran."""
+        for check in self.checks:
+            if check.id == "followups.saved_tensors" and isinstance(check.details.get("saved_tensors"), dict):
+                return check.details["saved_tensors"]
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report. The fields of the published contract always exist; others may be added."""
@@ -91,6 +105,9 @@ class Report:
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
             "source_note": self.source_note,
+            "agreements": dict(self.agreements),
+            "variant": self.variant,
+            "saved_tensors": self.saved_tensors(),
             "seed": self.seed,
             "output": self.output,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -147,7 +164,7 @@ def combine(first: Report, rest: Report) -> Report:
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
         root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
-        source_note=first.source_note,
+        source_note=first.source_note, agreements=first.agreements, variant=first.variant,
     )
 
 
@@ -169,11 +186,14 @@ def changes(before: Report, after: Report) -> list[str]:
 
 
 def exit_code(report: Report) -> int:
-    """0 every attempted check passed; 1 some check failed; 3 not gradable; 4 integrity violation."""
+    """0 every attempted check passed; 1 some check failed; 3 not gradable; 4 integrity violation.
+
+    Informational checks (``levels.INFORMATIONAL``) count in the score, never in the exit code.
+    """
     if report.status == "integrity_violation":
         return 4
     if report.status in ("error", "timeout"):
         return 3
-    if any(c.outcome in ("failed", "error", "timeout") for c in report.checks):
+    if any(c.outcome in ("failed", "error", "timeout") and c.id not in INFORMATIONAL for c in report.checks):
         return 1
     return 0

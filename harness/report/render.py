@@ -25,6 +25,7 @@ import click
 from harness.levels import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.safety import markdown_code, markdown_fence, markdown_inline, one_line, printable
+from harness.report.saved_table import markdown_lines, saved_table, text_lines
 
 __all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
 
@@ -37,6 +38,8 @@ EXPANDED_PER_LEVEL: Final = 3
 """Unexplained failures shown in full per level (with their snippet); the rest get one line each unless verbose."""
 CAUSES_IN_FULL: Final = 3
 """Root causes shown with explanation, hint and snippet; the rest get one line each unless verbose."""
+INFORMATIONAL: Final = frozenset({"followups.saved_tensors"})
+"""Checks whose failure is a measurement, not a wrong answer: one line each (their table is below, with -v)."""
 _WIDTH: Final = 100
 _OUTPUT_LINES: Final = 5
 
@@ -60,6 +63,9 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False) -> 
         checks = [c for c in report.checks if c.level == level]
         if checks:
             lines += _level(level, checks, report, causes, style, verbose)
+    table = saved_table(report)
+    if table is not None:
+        lines += text_lines(table, full=verbose)
     lines += _output(report, style)
     lines += ["", _last_line(report, style)]
     return "\n".join(lines)
@@ -67,9 +73,13 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False) -> 
 
 def _header(report: Report, style: Callable[..., str]) -> list[str]:
     facts = [f"seed {report.seed}", f"isolation: {report.isolation}"]
+    if report.variant != "tensor":
+        facts.insert(0, f"variant: {printable(report.variant)}")
     if report.source_sha256:
         facts.append(f"sha256 {report.source_sha256[:12]}")
     lines = [style(f"grade {one_line(report.file)}", bold=True) + f"  ({', '.join(facts)})"]
+    if report.agreements:
+        lines.append(f"  agreed interface: {_agreed(report)}")
     if report.isolation_note:
         lines.append(style(f"  basic isolation: {printable(report.isolation_note)}", fg="yellow"))
     if report.source_note:
@@ -142,6 +152,11 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
         if c.outcome in _FAILING:
             if c.id in causes and not verbose:
                 explained.setdefault(causes[c.id][0], []).append(c.id)
+                continue
+            if c.id in INFORMATIONAL and not verbose:
+                mark = style(_MARKS[c.outcome], fg=_COLOURS[c.outcome])
+                lines.append(f"  {mark} {c.id:<36} {c.points:5.1f}/{c.max_points:<5.1f} "
+                             + style(f"{_first(c.message, 80)} (-v shows the table)", fg="bright_black"))
                 continue
             if not verbose and expanded >= EXPANDED_PER_LEVEL and alike[_gist(c.message)] > 1:
                 grouped.setdefault(_gist(c.message), []).append(c)
@@ -302,6 +317,10 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
         lines += ["", "### Concepts", "", "| level | concept | passed | failed | not attempted |",
                   "|---|---|---:|---:|---:|"]
         lines += [f"| {level} | {concept} | {p} | {f} | {n} |" for level, concept, p, f, n in rows]
+        lines += ["", "Each concept is explained, at four depths, by `grade explain CONCEPT`."]
+    table = saved_table(report)
+    if table is not None:
+        lines += markdown_lines(table)
     unexplained = [c for c in report.checks if c.outcome in _FAILING and not c.diagnosis]
     if unexplained:
         lines += ["", "### Other failures", ""]
@@ -334,11 +353,20 @@ def _markdown_summary(report: Report) -> list[str]:
     levels = " · ".join(f"{level} {v['score']:.1f}/{v['max_score']:.1f}" for level, v in report.levels.items())
     if levels:
         lines += [f"Levels: {levels}", ""]
+    if report.agreements:
+        lines += [f"Agreed interface: {_agreed(report)} (checks of what was agreed away are not required)", ""]
+    if report.variant != "tensor":
+        lines += [f"Variant: {markdown_inline(report.variant)} (each op a torch.autograd.Function; what torch's "
+                  "engine does is not credited)", ""]
     if report.source_note:
         lines += [f"Source: {markdown_inline(report.source_note)}", ""]
     if report.message:
         lines += [f"> {markdown_inline(report.message)}", ""]
     return lines
+
+
+def _agreed(report: Report) -> str:
+    return ", ".join(f"{printable(str(k))}={printable(str(v))}" for k, v in report.agreements.items())
 
 
 RENDERERS: dict[str, Callable[..., str]] = {

@@ -10,13 +10,14 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from harness.agreements import Agreements, agreements_from_mapping
 from harness.errors import HarnessError
 from harness.levels import LEVELS
 
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
 
 DEFAULT_RUBRIC = "rubric.yaml"
-KEYS = ("levels", "weights", "interview_bar", "gates")
+KEYS = ("levels", "weights", "interview_bar", "gates", "agreements")
 
 
 @dataclass(frozen=True)
@@ -26,32 +27,40 @@ class Rubric:
     interview_bar: float
     gates: Sequence[str] = ()
     """Core check ids (or patterns) that must pass for the interview bar, whatever the points."""
+    agreements: Agreements = Agreements()
+    """What the interview agreed about the interface (``--agree`` overrides it term by term)."""
 
     def weight(self, check_id: str) -> float:
         return next((w for pattern, w in self.weights if fnmatch.fnmatchcase(check_id, pattern)), 1.0)
 
-    def allot(self, checks: Sequence[tuple[str, str]]) -> dict[str, float]:
-        """Points per check id, given (id, level) pairs: each level's points shared by weight."""
-        points: dict[str, float] = {}
+    def allot(self, checks: Sequence[tuple[str, str]], excused: frozenset[str] | set[str] = frozenset()
+              ) -> dict[str, float]:
+        """Points per check id, given (id, level) pairs: each level's points shared by weight.
+
+        ``excused`` checks (not required by the interview's agreements) get nothing, and the
+        level's points are shared among the others.
+        """
+        points: dict[str, float] = {cid: 0.0 for cid, _ in checks if cid in excused}
         for level in LEVELS:
-            ids = [cid for cid, lvl in checks if lvl == level]
+            ids = [cid for cid, lvl in checks if lvl == level and cid not in excused]
             total = sum(self.weight(cid) for cid in ids)
             for cid in ids:
                 points[cid] = self.levels.get(level, 0.0) * self.weight(cid) / total if total else 0.0
         return points
 
     def interview(self, core: Mapping[str, float] | None, checks: Sequence[Any], *, graded: bool,
-                  needs_review: bool) -> dict[str, Any]:
+                  needs_review: bool, excused: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
         """The interview verdict: the core level's score against the bar, and whether a person must read the code.
 
         ``checks`` are the scored results; only the core level decides the interview. A gate
         check that was run and did not pass fails the interview whatever the points; a gate
-        the grade did not plan (a custom rubric's pattern that matches nothing) is ignored.
+        the grade did not plan (a custom rubric's pattern that matches nothing) is ignored, and so is one
+        ``excused`` (not required by the agreements, or not credited in the graded variant).
         """
         if core is None:
             return {}
         bar = self.interview_bar * core["max_score"]
-        gates_failed = [c.id for c in checks if c.level == "core" and c.outcome != "passed"
+        gates_failed = [c.id for c in checks if c.level == "core" and c.outcome != "passed" and c.id not in excused
                         and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
         passed = graded and core["score"] >= bar - 1e-9 and not gates_failed and not needs_review
         return {"passed": passed, "bar": round(bar, 2), "core_score": round(core["score"], 2),
@@ -79,7 +88,8 @@ def load_rubric(path: Path | None = None) -> Rubric:
 
 def _parse(data: Any, where: str) -> Rubric:
     if not isinstance(data, dict):
-        raise HarnessError(f"{where}: a rubric is a mapping with 'levels', 'weights', 'interview_bar' and 'gates'")
+        raise HarnessError(f"{where}: a rubric is a mapping with 'levels', 'weights', 'interview_bar', 'gates' and "
+                          "'agreements'")
     unknown = set(data) - set(KEYS)
     if unknown:
         raise HarnessError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(KEYS)})")
@@ -102,5 +112,8 @@ def _parse(data: Any, where: str) -> Rubric:
     if outside:
         raise HarnessError(f"{where}: gate {outside[0]!r} is not a core check: only the core level decides the "
                            "interview")
+    agreed = data.get("agreements") or {}
+    if not isinstance(agreed, dict):
+        raise HarnessError(f"{where}: 'agreements' maps broadcasting, upstream and second_backward to what was agreed")
     return Rubric({k: float(v) for k, v in levels.items()}, [(str(k), float(v)) for k, v in weights.items()], float(bar),
-                  tuple(gates))
+                  tuple(gates), agreements_from_mapping(agreed, f"{where}: agreements"))

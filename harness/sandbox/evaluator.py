@@ -29,6 +29,9 @@ from harness.integrity.audit import install as install_audit_hook
 from harness.integrity.tripwires import Tripwires, carries_autograd
 from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
+from harness.sandbox.formulas import foreign_formulas
+from harness.sandbox.saved import kept_storages, storage_key
+from harness.variants import FOREIGN_FORMULA
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
 
@@ -188,6 +191,8 @@ class Evaluator:
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
                 self.tripwires.check_held()  # integrity: tracked tensors held between forward and backward
+                if request.get("variant") == "function":  # integrity: only the submission's own formulas
+                    self._check_formulas()
                 if not wire.get("backward", True):
                     continue  # nothing requires grad: torch would refuse backward too
                 out = results[wire["output"]]
@@ -230,9 +235,14 @@ class Evaluator:
         self.tripwires.trace_calls()
         return {}
 
+    def _check_formulas(self) -> None:
+        for name in foreign_formulas(getattr(self.module, "__name__", ""))[:5]:
+            self.tripwires.flag(f"{FOREIGN_FORMULA} ({name})")
+
     def do_run_many(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run several programs, each on fresh leaves, in one request: one reply per program, in order."""
-        common = {"guard": request.get("guard", True), "observe": request.get("observe", "all")}
+        common = {"guard": request.get("guard", True), "observe": request.get("observe", "all"),
+                  "variant": request.get("variant", "tensor")}
         return {"results": [self.do_run({**common, "program": wire}) for wire in request["programs"]]}
 
     def do_timed_run(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -343,6 +353,64 @@ class Evaluator:
             facts["after_exception_requires_grad"] = _flag(again)
         except Exception as exc:
             facts["error"] = _error("no_grad", exc)
+        return facts
+
+    def do_saved_tensors(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Per program: the storages its forward graph keeps alive (leaves and the output's own excluded).
+
+        Then the classic hazard: ``y = (x * w).sum()``, w changed in place, then backward.
+        """
+        cases = []
+        for wire in request.get("programs", [])[:32]:
+            cases.append(self._kept(wire))
+        return {"cases": cases, "in_place": self._in_place()}
+
+    def _kept(self, wire: dict[str, Any]) -> dict[str, Any]:
+        leaves: dict[str, Any] = {}
+        results: dict[str, Any] = {}
+        try:
+            with self.guarded():
+                for w in wire["leaves"]:
+                    value = decode_tensor(w)
+                    leaves[w["name"]] = self.cls(value, requires_grad=bool(w["requires_grad"])) \
+                        if value.is_floating_point() else value
+                results.update(leaves)
+                for step in wire["steps"]:
+                    operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
+                    params = {k: tuple(v) if isinstance(v, list) else v for k, v in step["params"].items()}
+                    results[step["name"]] = OPS[step["op"]].apply_candidate(operands, params)
+                data = {name: getattr(obj, "data", obj) for name, obj in results.items()}
+                out = results[wire["output"]]
+                names: dict[Any, str] = {}
+                for step in wire["steps"]:
+                    value = data[step["name"]]
+                    key = storage_key(value) if isinstance(value, torch.Tensor) else None
+                    if key is not None:
+                        names.setdefault(key, step["name"])
+                skip = {storage_key(v) for name, v in data.items()
+                        if isinstance(v, torch.Tensor) and (name in leaves or name == wire["output"])}
+                found, truncated = kept_storages(out, {id(obj) for obj in leaves.values()}, skip)
+                kept = [{"node": names.get(key, ""), "bytes": key[1], "dtype": str(t.dtype).removeprefix("torch."),
+                         "shape": list(t.shape)} for key, t in list(found.items())[:200]]
+        except Exception as exc:
+            return {"error": _error("saved tensors", exc)}
+        return {"kept": kept, "truncated": truncated}
+
+    def _in_place(self) -> dict[str, Any]:
+        x0 = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]], dtype=torch.float64)
+        w0 = torch.tensor([[2.0, 1.0, -1.0], [0.5, -3.0, 4.0]], dtype=torch.float64)
+        facts: dict[str, Any] = {"w_before": encode_tensor(w0)}
+        try:
+            with self.guarded():
+                x = self.cls(x0.clone(), requires_grad=True)
+                w = self.cls(w0.clone(), requires_grad=True)
+                y = (x * w).sum()
+                w.data.add_(1.0)  # an optimizer step, say, between forward and backward
+                facts["w_after"] = _data_of(w)
+                y.backward()
+                facts["grad_x"] = _observe_tensor(getattr(x, "grad", None))
+        except Exception as exc:
+            facts["error"] = _error("backward after an in-place change", exc)
         return facts
 
     def do_backward_cost(self, request: dict[str, Any]) -> dict[str, Any]:

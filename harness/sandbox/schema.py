@@ -195,6 +195,21 @@ _REPLIES: Final[dict[str, Check]] = {
 
 
 _REPLIES["trace_calls"] = _record({}, _COMMON)
+
+
+def _bytes(value: Any, where: str) -> None:
+    _number(value, where)
+    if not isinstance(value, int) or not 0 <= value < 2**48:
+        _fail(where, "expected a byte count")
+
+
+_KEPT: Final = _record({"node": _text(MAX_NAME), "bytes": _bytes, "dtype": _text(20), "shape": _list(_count, MAX_DIMS)})
+_REPLIES["saved_tensors"] = _record({}, {
+    **_COMMON,
+    "cases": _list(_either(_record({"kept": _list(_KEPT, 200), "truncated": _boolean}), _record({"error": _ERROR})),
+                   32),
+    "in_place": _record({"w_before": _tensor}, {"w_after": _OBSERVED, "grad_x": _OBSERVED, "error": _ERROR}),
+})
 _REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
 _REPLIES["run_many"] = _record({"results": _list(_REPLIES["run"], 1000)}, _COMMON)
 _REPLIES["backward_cost"] = _record({}, {**_COMMON, "sizes": _list(_number, 100), "calls": _list(_number, 100),
@@ -240,6 +255,7 @@ _COMPLETE: Final[dict[str, tuple[str, ...]]] = {
     "run_many": ("results",),
     "deep_chain": ("grad", "backward_seconds"),
     "memory_release": ("alive_before", "alive_after", "grad_x", "x", "w"),
+    "saved_tensors": ("cases", "in_place"),
     "no_grad": ("h_requires_grad", "z_requires_grad", "z_value", "intermediate_freed", "after_requires_grad",
                 "after_exception_requires_grad"),
 }

@@ -25,6 +25,7 @@ import yaml
 
 from harness.specs.expressions import BuiltStep, ExprError, compile_expression
 from harness.compare import Tolerance, compare, tolerance_for
+from harness.concepts import concepts
 from harness.ops import LEVELS, OPS, needs_broadcasting
 from harness.program import DTYPES, Leaf, Outcome, Program, ProgramError
 
@@ -49,10 +50,8 @@ __all__ = [
 
 DEFAULT_SPECS_DIR: Final = Path(__file__).resolve().parents[2] / "specs"
 
-CONCEPTS: Final = (
-    "accumulation", "order", "shapes", "requires_grad", "broadcasting", "routing",
-    "numerics", "memory", "matmul", "linearity", "upstream", "ops",
-)  # fmt: skip
+CONCEPTS: Final = tuple(concepts())
+"""The concepts a case may name: the registry ``grade explain`` prints."""
 INITS: Final = ("randn", "uniform", "ints", "randint", "zeros", "ones", "arange")
 
 CASE_KEYS: Final = (

@@ -184,7 +184,7 @@ def test_bad_settings_are_found_before_grading(fake, subs, tmp_path):
     rubric.write_text("bonus: 1\n")
     result = invoke(subs, "-o", tmp_path / "out", "--rubric", rubric)
     assert result.exit_code == 2
-    assert result.stderr == f"error: {rubric}: unknown key 'bonus' (allowed: levels, weights, interview_bar, gates)\n"
+    assert result.stderr == f"error: {rubric}: unknown key 'bonus' (allowed: levels, weights, interview_bar, gates, agreements)\n"
     assert fake[0] == []
 
 

@@ -100,6 +100,7 @@ def test_engine_grades_as_expected(entry, graded):
 def test_a_failure_keeps_its_evidence_for_the_diagnosis(entry, graded):
     report = graded(entry)
     for check in report.checks:
-        if check.outcome in FAILING:
+        # The saved-tensor audit measures memory: it has no gradient for the diagnosis to replay.
+        if check.outcome in FAILING and check.id != "followups.saved_tensors":
             assert check.evidence is not None, check.id
             assert check.evidence.program.steps, check.id

@@ -4,7 +4,7 @@ that would draw lines of a report."""
 import dataclasses
 
 from harness.checks.context import describe_error
-from harness.report.model import CheckResult, Report, changes, combine
+from harness.report.model import CheckResult, Report, changes, combine, exit_code
 from harness.report.render import render_text
 
 
@@ -67,3 +67,10 @@ def test_worker_text_cannot_draw_a_line_of_the_text_report():
     lines = render_text(report).splitlines()
     assert [line for line in lines if fake in line] == [lines[1]]  # only inside the one escaped header line
     assert lines[1].startswith("could not be graded (error): importing the submission raised Boom\\nscore")
+
+
+def test_an_informational_check_costs_points_but_never_the_exit_code():
+    informational = _report({"followups": (24.5, 25.0)}, {"followups.saved_tensors": "failed"})
+    assert exit_code(informational) == 0
+    graded = _report({"followups": (24.5, 25.0)}, {"followups.saved_tensors": "failed", "followups.no_grad": "failed"})
+    assert exit_code(graded) == 1

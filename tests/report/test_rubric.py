@@ -70,7 +70,7 @@ def test_a_rubric_without_gates_has_none(tmp_path):
     ("gates: [1]\n", "'gates' is a list of check ids or patterns"),
     ("gates: [followups.properties]\n",
      "gate 'followups.properties' is not a core check: only the core level decides the interview"),
-    ("bonus: 1\n", "unknown key 'bonus' (allowed: levels, weights, interview_bar, gates)"),
+    ("bonus: 1\n", "unknown key 'bonus' (allowed: levels, weights, interview_bar, gates, agreements)"),
 ])
 def test_a_bad_gates_entry_is_a_one_line_error(tmp_path, text, message):
     path = tmp_path / "rubric.yaml"

@@ -1,0 +1,95 @@
+"""The concept registry: every check's concept is known, every example runs, `grade explain` prints them."""
+
+import contextlib
+import io
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.concepts import DEPTHS, concepts, explain_line
+from harness.diagnosis.catalogue import BUGS
+from harness.grade import GradeOptions, PlannedCheck, _run_check, planned_checks
+from harness.ops import OPS
+
+INTERVIEW_TOPICS = ("order", "routing", "pooling", "matmul", "broadcasting", "embedding", "saved_tensors",
+                    "properties", "mean_vs_sum", "memory", "batchnorm")
+"""The concepts the interview asks about: every one must exist, whatever else the registry holds."""
+
+
+def test_every_check_names_a_known_concept():
+    known = set(concepts())
+    plan = planned_checks(GradeOptions())
+    assert len(plan) > 100
+    unknown = {(c.id, c.concept) for c in plan if c.concept not in known}
+    assert not unknown
+    assert {spec.concept for spec in OPS.values()} <= known
+    assert {bug.concept for bug in BUGS} <= known
+
+
+def test_the_interview_topics_are_concepts_with_four_depths():
+    for name in INTERVIEW_TOPICS:
+        c = concepts()[name]
+        assert c.question.endswith("?") and all(len(c.depths[d]) > 40 for d in DEPTHS)
+
+
+def test_the_new_concepts_are_used_by_the_checks_they_describe():
+    by_id = {c.id: c.concept for c in planned_checks(GradeOptions())}
+    assert by_id["extensions.op.max_pool2d"] == by_id["extensions.op.avg_pool2d"] == "pooling"
+    assert by_id["extensions.op.index"] == by_id["spec:extensions.embedding.repeated_id"] == "embedding"
+    assert by_id["extensions.op.batch_norm"] == "batchnorm"
+    assert by_id["extensions.op.mean"] == "mean_vs_sum"
+
+
+@pytest.mark.parametrize("name", list(concepts()))
+def test_every_example_runs(name):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(concepts()[name].example, f"<{name} example>", "exec"), {})
+    assert out.getvalue().strip()
+
+
+def test_explain_lists_every_concept():
+    result = CliRunner().invoke(main, ["explain"])
+    assert result.exit_code == 0
+    for name, c in concepts().items():
+        assert f"  {name}" in result.output and c.title in result.output
+
+
+def test_explain_prints_four_depths_the_question_and_the_example():
+    result = CliRunner().invoke(main, ["explain", "matmul"])
+    assert result.exit_code == 0
+    assert result.output.startswith("matmul: Matrix product gradients\n")
+    assert "Question: For Y = A @ B with upstream gradient G" in result.output
+    assert [d for d in DEPTHS if f"\n{d}:\n" in result.output] == list(DEPTHS)
+    assert "  (A @ B).backward(G)" in result.output
+    one = CliRunner().invoke(main, ["explain", "matmul", "--depth", "senior"])
+    assert "\nsenior:\n" in one.output and "\njunior:\n" not in one.output
+
+
+def test_explain_an_unknown_concept_is_a_usage_error():
+    result = CliRunner().invoke(main, ["explain", "gradients"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: unknown concept 'gradients'; `grade explain` lists them (requires_grad, ")
+
+
+def _ctx():
+    shared = SimpleNamespace(why_skip=lambda: None)
+    return SimpleNamespace(shared=shared, begin=lambda *a, **k: None)
+
+
+def test_a_failing_checks_hint_ends_with_the_explain_line():
+    from harness.checks.context import Failed
+
+    def run(ctx):
+        raise Failed("a.grad is wrong")
+
+    planned = PlannedCheck("core.x", "core", "accumulation", "t", "Add every contribution with +=", frozenset(),
+                           5.0, run)
+    result = _run_check(planned, _ctx(), GradeOptions(), {})
+    assert result.details["hint"] == "Add every contribution with +=. Read `grade explain accumulation`."
+    assert result.details["hint"].endswith(explain_line(result.concept))
+    passing = _run_check(PlannedCheck("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None),
+                         _ctx(), GradeOptions(), {})
+    assert "hint" not in passing.details
