@@ -201,7 +201,7 @@ def test_reference_has_the_member(spec: OpSpec) -> None:
 @pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
 def test_each_op_has_its_situations_inside_its_domain(spec: OpSpec) -> None:
     situations = op_situations(spec.name)
-    assert [name for name, _ in situations] == ["the op on leaves", "its result used twice",
+    assert [name for name, _ in situations] == ["the op on leaves", "its result weighted", "its result used twice",
                                                  "its input also used outside it"]
     for name, program in situations:
         program.validate()
