@@ -293,7 +293,7 @@ _LATE_IMPORTS = (
     "harness.checks.saved_tensors",
     "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
-    "harness.integrity.probes",
+    "harness.checks.probes",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )
@@ -326,7 +326,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         return finish(path, status, exc.message, [], rubric, options, static, shared, timings)
     timings["import"] = time.perf_counter() - t0
     if hello.get("has_class"):  # integrity: is it an engine at all (finite differences)?
-        from harness.integrity.probes import review_at_run_time
+        from harness.checks.probes import review_at_run_time
 
         review_at_run_time(ctx, set(hello.get("members", [])),
                            member_line(submission.text, options.class_name, "backward"))

@@ -25,7 +25,7 @@ LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
-    LAZY = {"spec": ("harness.specs.commands", "spec"), "batch": ("harness.batch.command", "batch")}
+    LAZY = {"spec": ("harness.cli.spec", "spec"), "batch": ("harness.cli.batch", "batch")}
     """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -410,7 +410,3 @@ def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
-
-
-if __name__ == "__main__":
-    main()

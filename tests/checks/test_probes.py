@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from harness.integrity import ReviewEntry
-from harness.integrity.probes import SMOOTH_GRAPH, judge_accuracy, judge_backward_cost
+from harness.checks.probes import SMOOTH_GRAPH, judge_accuracy, judge_backward_cost
 
 
 @pytest.mark.parametrize("facts", [
