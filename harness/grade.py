@@ -254,6 +254,8 @@ def protect_grader() -> None:
     Non-dumpable: a process of the same user cannot ptrace it or open its
     /proc/<pid>/mem. And every module the grader will ever import is imported now,
     before any submission runs, so nothing it loads later could have been planted.
+    The renderers are above the grader: whoever renders (the command line, batch's
+    grading.py) imports them before its first grade.
     """
     try:
         _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
@@ -291,7 +293,7 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
     "harness.checks.saved_tensors",
-    "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
+    "harness.checks.examples", "harness.specs", "harness.report.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     "harness.checks.probes",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
