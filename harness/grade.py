@@ -22,7 +22,7 @@ from harness.agreements import NOT_REQUIRED, Agreements
 from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
-from harness.levels import LEVELS
+from harness.vocabulary import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission

@@ -25,7 +25,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     # Data and vocabulary: what every stage may import; it imports no stage. The op table, graph
     # programs and their comparison, the concepts, the interview's terms, and the result model
     # with the text helpers it carries (snippets that reproduce a failure, escaping).
-    ("vocabulary and data", ("harness", "harness.errors", "harness.levels", "harness.ops", "harness.program",
+    ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
                              "harness.compare", "harness.concepts", "harness.agreements", "harness.notebooks",
                              "harness.report", "harness.report.model", "harness.report.safety",
                              "harness.report.snippets")),

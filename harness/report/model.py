@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from harness.levels import INFORMATIONAL
+from harness.vocabulary import INFORMATIONAL
 
 __all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combine", "changes"]
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Final
 
 import click
 
-from harness.levels import LEVELS
+from harness.vocabulary import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.safety import markdown_code, markdown_fence, markdown_inline, one_line, printable
 from harness.report.saved_table import markdown_lines, saved_table, text_lines

@@ -12,7 +12,7 @@ import yaml
 
 from harness.agreements import Agreements, agreements_from_mapping
 from harness.errors import HarnessError
-from harness.levels import LEVELS
+from harness.vocabulary import LEVELS
 
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
 
