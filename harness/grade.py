@@ -22,7 +22,7 @@ from harness.agreements import NOT_REQUIRED, Agreements
 from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
-from harness.vocabulary import LEVELS
+from harness.vocabulary import FAILING, LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
@@ -410,9 +410,9 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
     notes = getattr(ctx, "notes", None)
     if notes:
         details = {**notes, **details}
-    if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
+    if outcome in FAILING and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
-    if outcome in ("failed", "error", "timeout"):
+    if outcome in FAILING:
         details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
     if evidence is not None and outcome in ("failed", "error"):
         evidence, details = _smallest_reproduction(evidence, details, ctx)

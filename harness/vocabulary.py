@@ -1,4 +1,10 @@
-"""The grading levels, in order. Standard library only: the fast paths of the CLI read it before torch."""
+"""The words every stage shares: levels, check outcomes, report statuses, concepts.
+
+Standard library only: the command line's fast paths and the sandbox's worker read it
+before (or without) torch, and the renderers read it instead of the op table. The
+concepts themselves (names, texts, examples) are data: ``harness.concepts`` reads them
+from ``harness/data/concepts.yaml``; ``@check`` and the spec loader accept only those.
+"""
 
 from typing import Final
 
@@ -8,3 +14,12 @@ LEVELS: Final = ("core", "followups", "extensions")
 # correctness: they cost their small weight when they fail but never change the exit code,
 # so a correct engine written in another house style still exits 0.
 INFORMATIONAL: Final = frozenset({"followups.saved_tensors"})
+
+OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
+"""What one check can end in (the JSON report's ``checks[].outcome``)."""
+
+FAILING: Final = ("failed", "error", "timeout")
+"""The outcomes that are a fault of the submission (not attempted and skipped are not)."""
+
+STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
+"""What a whole grade can end in (the JSON report's ``status``)."""
