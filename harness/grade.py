@@ -293,7 +293,7 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
     "harness.checks.saved_tensors",
-    "harness.checks.examples", "harness.specs", "harness.report.snippets",
+    "harness.checks.examples", "harness.specs", "harness.checks.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     "harness.checks.probes",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
@@ -439,7 +439,7 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
     when running it again reproduces the check's failure word for word.
     """
     from harness.checks.context import Evidence, judge
-    from harness.report.snippets import reproduce
+    from harness.checks.snippets import reproduce
 
     parts = ("error", "values", "requires_grad", "grads")
     smaller = evidence.program.live()

@@ -20,7 +20,7 @@ from harness.checks.context import (CandidateError, CandidateTimeout, Context, E
 from harness.compare import DEFAULT_TOLERANCE, compare, tolerance_for
 from harness.concepts import concepts
 from harness.ops import ops_for_level
-from harness.report.snippets import reproduce
+from harness.checks.snippets import reproduce
 from harness.program import Leaf, Program, Step
 from harness.vocabulary import LEVELS
 
