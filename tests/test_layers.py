@@ -24,11 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     # Data and vocabulary: what every stage may import; it imports no stage. The op table, graph
     # programs and their comparison, the concepts, the interview's terms, and the result model
-    # with the text helpers it carries (snippets that reproduce a failure, escaping).
+    # with the escaping of the candidate's text it carries.
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
                              "harness.compare", "harness.concepts", "harness.agreements", "harness.notebooks",
-                             "harness.report", "harness.report.model", "harness.report.safety",
-                             "harness.report.snippets")),
+                             "harness.report", "harness.report.model", "harness.report.safety")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
     ("integrity (static)", ("harness.preflight", "harness.integrity.*")),
     # Running the submission: the grader's side, the worker and its tripwires, the task's variants
@@ -174,6 +173,38 @@ def test_no_module_imports_a_higher_stage():
     for name in mods:
         stage(name)  # every module has a stage
     assert upward(imports(mods)) == []
+
+
+TORCH_FREE = ("harness.vocabulary", "harness.concepts", "harness.report", "harness.practice")
+"""Read without torch: the words, the result model, the scoring and every renderer (the command line
+shows a preflight verdict in milliseconds while the worker starts importing torch)."""
+
+
+def imports_torch(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+            return True
+    return False
+
+
+def test_the_words_the_model_and_the_renderers_import_no_torch():
+    """Not even through another module, at module level or inside a function."""
+    mods = modules()
+    edges = imports(mods)
+    offenders = []
+    for name in mods:
+        if not any(name == root or name.startswith(root + ".") for root in TORCH_FREE):
+            continue
+        seen, todo = {name}, [name]
+        while todo:
+            for target in edges.get(todo.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        offenders += [f"{name} -> {m}" for m in sorted(seen) if imports_torch(mods[m])]
+    assert offenders == []
 
 
 def test_modules_stay_short():
