@@ -28,7 +28,7 @@ from harness.report.safety import markdown_code, markdown_fence, markdown_inline
 from harness.report.saved_table import markdown_lines, saved_table, text_lines
 from harness.vocabulary import FAILING
 
-__all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
+__all__ = ["render_text", "render_json", "render_markdown", "concept_table"]
 
 _MARKS: Final = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "timeout": "TIME", "not_attempted": " -- ",
                  "skipped": "SKIP"}
@@ -368,9 +368,3 @@ def _markdown_summary(report: Report) -> list[str]:
 def _agreed(report: Report) -> str:
     return ", ".join(f"{printable(str(k))}={printable(str(v))}" for k, v in report.agreements.items())
 
-
-RENDERERS: dict[str, Callable[..., str]] = {
-    "text": render_text,
-    "json": render_json,
-    "markdown": render_markdown,
-}
