@@ -22,7 +22,7 @@ from harness.agreements import NOT_REQUIRED, Agreements
 from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
-from harness.vocabulary import FAILING, LEVELS
+from harness.vocabulary import FAILING, FEATURES, LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
@@ -468,14 +468,6 @@ SNIPPET_STEPS = 40
 """Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
 
 
-_FEATURES = {
-    "broadcasting": ("broadcast_forward", "adding tensors of shapes (2, 2) and (2,) raises in forward"),
-    "upstream": ("backward_takes_grad", "backward() takes no gradient argument"),
-    "numbers": ("number_forward", "a Python number as an operand (a + 1, 2 * a) raises"),
-    "no_grad": ("no_grad", "the module defines no no_grad()"),
-}
-
-
 def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
     """The agreements a grade applies: the command line's terms over the rubric's."""
     return options.agreements.over(rubric.agreements)
@@ -494,8 +486,8 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
     for need in sorted(requires):
         if need.startswith("feature:"):
             name = need.removeprefix("feature:")
-            if name in _FEATURES and not features.get(_FEATURES[name][0]):
-                return _FEATURES[name][1]
+            if name in FEATURES and not features.get(FEATURES[name][0]):
+                return FEATURES[name][1]
         elif need not in members:
             return f"{class_name} has no {need}"
     return None

@@ -1,4 +1,4 @@
-"""The words every stage shares: levels, check outcomes, report statuses, concepts.
+"""The words every stage shares: levels, check outcomes, report statuses, features, concepts.
 
 Standard library only: the command line's fast paths and the sandbox's worker read it
 before (or without) torch, and the renderers read it instead of the op table. The
@@ -23,3 +23,13 @@ FAILING: Final = ("failed", "error", "timeout")
 
 STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
 """What a whole grade can end in (the JSON report's ``status``)."""
+
+FEATURES: Final = {
+    "broadcasting": ("broadcast_forward", "adding tensors of shapes (2, 2) and (2,) raises in forward"),
+    "upstream": ("backward_takes_grad", "backward() takes no gradient argument"),
+    "numbers": ("number_forward", "a Python number as an operand (a + 1, 2 * a) raises"),
+    "no_grad": ("no_grad", "the module defines no no_grad()"),
+}
+"""Follow-up features a check may require (``feature:NAME``): the fact of the worker's hello that
+shows the submission has it, and why a check needing it is not attempted when it does not.
+(``feature:passes`` needs nothing to detect: any engine can be run twice.)"""
