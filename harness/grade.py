@@ -22,6 +22,7 @@ from harness.agreements import NOT_REQUIRED, Agreements
 from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
+from harness.integrity.use import runs_at_import, settle
 from harness.vocabulary import FAILING, FEATURES, LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
@@ -145,8 +146,9 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
             review=kept_review(submission.findings.review, options.variant)))
     protect_grader()
     plan = _plan(options)
-    if submission.findings.violations:
-        # Proof from the source alone: nothing is run, every check is skipped.
+    if submission.findings.violations and runs_at_import(submission.text, submission.findings):
+        # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
+        # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
                                _excuse(c, options, rubric) or
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
@@ -311,6 +313,10 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     module_name = path.stem if path.stem.isidentifier() else "solution"
     sandbox.provide_source(path, submission.text)
     shared = Shared(deadline=started + options.time_limit)
+    shared.trace_calls = bool(static.violations)  # evidence of use: which functions ran
+
+    def settled() -> Findings:
+        return settle(static, submission.text, shared.ran) if static.violations else static
 
     def new_context() -> Context:
         ctx = Context(sandbox, path, options.class_name, module_name, shared)
@@ -325,7 +331,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     except (CandidateError, CandidateTimeout) as exc:
         status = "timeout" if isinstance(exc, CandidateTimeout) else "error"
         ctx.retire()
-        return finish(path, status, exc.message, [], rubric, options, static, shared, timings)
+        return finish(path, status, exc.message, [], rubric, options, settled(), shared, timings)
     timings["import"] = time.perf_counter() - t0
     if hello.get("has_class"):  # integrity: is it an engine at all (finite differences)?
         from harness.checks.probes import review_at_run_time
@@ -335,7 +341,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     ctx.retire()
     if not hello.get("has_class"):
         return finish(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
-                      options, static, shared, timings)
+                      options, settled(), shared, timings)
     members = set(hello.get("members", []))
     features = hello.get("features", {})
 
@@ -376,6 +382,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         for future in [pool.submit(run_lane) for _ in range(LANES)]:
             future.result()
     t0 = time.perf_counter()
+    static = settled()
     graded, causes = diagnose([results[c.id] for c in plan],
                               (*static.violations, *kept(shared.violations, options.variant)),
                               rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),

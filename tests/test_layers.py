@@ -54,6 +54,8 @@ LONG_MODULES: dict[str, str] = {
     "harness.integrity.scan": "the static scan's visitor",
     "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
     "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
+    "harness.sandbox.evaluator": "the worker's requests, one method each, and the guards around them",
+    "harness.sandbox.tripwires": "the worker's runtime tripwires and their liveness checks",
 }
 
 

@@ -25,7 +25,7 @@ import torch
 
 from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, compare, dtype_mismatch, looser,
                              tolerance_for)
-from harness.integrity.evidence import from_reply
+from harness.integrity.evidence import from_reply, functions_run
 from harness.program import Outcome, Program, Step, decode_tensor
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 from harness.report.safety import one_line
@@ -182,6 +182,10 @@ class Shared:
         self.lock = threading.Lock()
         self.busy: set[Worker] = set()
         """Workers answering a request right now: stopped when the timeout budget runs out."""
+        self.trace_calls = False
+        """Set when the scan found a violation: every worker records which of the submission's functions run."""
+        self.ran: set[tuple[str, int]] = set()
+        """The submission's functions that ran, as ``(name, first line)``: evidence of use for the scan."""
 
     def why_skip(self) -> str | None:
         if time.perf_counter() > self.deadline:
@@ -290,6 +294,11 @@ class Context:
             self._add_evidence(hello)
             if hello.get("kind") == "import_error":
                 raise CandidateError(f"importing the submission raised {describe_error(hello['error'])}")
+            if self.shared.trace_calls:
+                try:
+                    self._add_evidence(self._worker.request({"kind": "trace_calls"}, 5.0))
+                except (WorkerTimeout, WorkerDied) as exc:
+                    raise CandidateError(f"starting the record of which functions run: {exc}") from None
         return self._worker
 
     def request(self, payload: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
@@ -322,6 +331,10 @@ class Context:
         violations, review = from_reply(reply)
         self.shared.add_violations(violations)
         self.shared.add_review(review)
+        ran = functions_run(reply)
+        if ran:
+            with self.shared.lock:
+                self.shared.ran |= ran
 
     # ---- programs ----
 

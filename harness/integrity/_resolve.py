@@ -125,6 +125,8 @@ def _self_test_only(tree: ast.Module, main_blocks: list[ast.If]) -> list[ast.stm
                 record(n, node.name)
         else:
             record(node, "live")
+    if _looks_names_up(tree, main_ids):
+        return []  # a function may be reached by a name built at run time: nothing is the self-test's alone
     test_only = {name for name, where in users.items()
                  if where and name not in duplicates and name not in strings}
     changed = True
@@ -135,6 +137,24 @@ def _self_test_only(tree: ast.Module, main_blocks: list[ast.If]) -> list[ast.stm
                 test_only.discard(name)
                 changed = True
     return [defs[name] for name in test_only if "main" in users[name] or users[name] & test_only]
+
+
+_NAME_LOOKUPS: Final = frozenset({"locals", "globals", "vars", "eval", "exec", "compile", "__import__", "import_module"})
+"""Ways to reach a module-level function by a name built at run time (``getattr`` needs the module object,
+which only these, ``sys.modules`` and ``__dict__`` give)."""
+
+
+def _looks_names_up(tree: ast.Module, main_ids: set[int]) -> bool:
+    """Whether code outside the self-test reaches objects by names computed at run time."""
+    for n in ast.walk(tree):
+        if id(n) in main_ids:
+            continue
+        if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id in _NAME_LOOKUPS or
+                                        isinstance(n.func, ast.Attribute) and n.func.attr in _NAME_LOOKUPS):
+            return True
+        if isinstance(n, ast.Attribute) and n.attr in ("__dict__", "modules", "f_globals", "f_locals"):
+            return True
+    return False
 
 
 # ---- facts: what every name may be bound to ----------------------------------------------------

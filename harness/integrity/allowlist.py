@@ -79,12 +79,25 @@ _PARTIAL_ALLOWED: Final[dict[str, frozenset[str]]] = {
                       "implementation", "get_int_max_str_digits"}),
     "gc": frozenset({"collect", "disable", "enable", "isenabled", "get_count", "get_threshold", "set_threshold",
                      "get_stats"}),
+    "logging": frozenset({"getLogger", "Logger", "LoggerAdapter", "basicConfig", "debug", "info", "warning", "warn",
+                          "error", "critical", "exception", "log", "DEBUG", "INFO", "WARNING", "WARN", "ERROR",
+                          "CRITICAL", "FATAL", "NOTSET", "Handler", "StreamHandler", "NullHandler", "Formatter",
+                          "Filter", "LogRecord", "captureWarnings", "disable", "getLevelName", "addLevelName",
+                          "root", "shutdown", "lastResort", "raiseExceptions"}),
+    "numpy": frozenset({"array", "asarray", "asanyarray", "array2string", "array_repr", "array_str",
+                        "set_printoptions", "get_printoptions", "printoptions", "format_float_positional",
+                        "format_float_scientific", "allclose", "isclose", "array_equal", "ndarray", "dtype",
+                        "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
+                        "integer", "floating", "number", "generic", "nan", "inf", "pi", "e", "newaxis",
+                        "_NoValue", "__version__", "finfo", "iinfo", "shape", "ndim", "size", "isscalar"}),
 }
+"""Modules allowed in part, by the members they may be used for (a positive list)."""
 _PARTIAL_DENIED: Final[dict[str, frozenset[str]]] = {
     "types": frozenset({"FunctionType", "LambdaType", "CodeType", "ModuleType", "FrameType", "TracebackType",
                         "CellType", "MethodWrapperType", "BuiltinFunctionType", "BuiltinMethodType"}),
-    "numpy": frozenset({"ctypeslib", "lib", "core", "load", "save", "savez", "fromfile", "memmap", "DataSource",
-                        "testing", "f2py", "distutils", "frombuffer", "from_dlpack"}),
+    "string": frozenset({"Formatter"}),
+    "typing": frozenset({"get_type_hints", "ForwardRef", "_eval_type", "evaluate_forward_ref", "_type_check",
+                         "get_overloads", "_GenericAlias"}),
 }
 
 WHY: Final[dict[str, str]] = {
@@ -123,6 +136,12 @@ WHY: Final[dict[str, str]] = {
     "class_change": "changes an object's class",
     "unknown": "a module outside the allowlist of what an engine needs",
     "relative": "a relative import: a submission is one file",
+    "resolver": ("turns text into objects (a resolver, an attribute walk over a format string, string annotations "
+                 "evaluated), so the names it reaches are in no code this scan can read"),
+    "numpy": ("computes with numpy: an engine computes on torch tensors (numpy is allowed for printing and "
+              "comparing values)"),
+    "complex": ("complex numbers: an engine over real tensors has no use for them, complex-step differentiation "
+                "(one forward pass per input element) does"),
     "too_deep": "nested too deeply or too intricate for the scan to follow: nothing in the file was checked",
 }
 
@@ -187,6 +206,8 @@ _TORCH_AUTOGRAD_TOP: Final = frozenset({"autograd", "func", "_functorch", "funct
 _TORCH_C_AUTOGRAD: Final = frozenset({"_ImperativeEngine", "_EngineBase", "_autograd", "_functions",
                                       "_set_grad_enabled", "_enter_dual_level", "_exit_dual_level",
                                       "_set_fwd_grad_enabled", "_functorch", "_FunctionBase"})
+_TORCH_COMPLEX: Final = frozenset({"complex64", "complex128", "complex32", "cfloat", "cdouble", "chalf", "complex",
+                                    "view_as_complex", "polar"})
 _TORCH_NN_ALLOWED: Final = frozenset({"functional", "init"})
 _TORCH_NN_PARAMETRIC: Final = ("Parameter", "UninitializedParameter", "UninitializedBuffer", "ParameterList",
                                "ParameterDict", "parameter", "Linear", "Bilinear", "LazyLinear", "Conv", "LazyConv",
@@ -247,10 +268,10 @@ def classify(path: str) -> Verdict | None:
     if member is None:
         return None
     if allowed in _PARTIAL_ALLOWED and member not in _PARTIAL_ALLOWED[allowed]:
-        return "review", _sys_reason(member) if allowed == "sys" else WHY["objects"]
-    if allowed in _PARTIAL_DENIED and (member in _PARTIAL_DENIED[allowed] or
-                                       (allowed == "numpy" and member.startswith("_") and not _dunder(member))):
-        return "review", {"types": WHY["code"], "numpy": WHY["memory"]}[allowed]
+        return "review", {"sys": _sys_reason(member), "gc": WHY["objects"], "logging": WHY["resolver"],
+                          "numpy": WHY["numpy"]}[allowed]
+    if allowed in _PARTIAL_DENIED and member in _PARTIAL_DENIED[allowed]:
+        return "review", {"types": WHY["code"], "string": WHY["resolver"], "typing": WHY["resolver"]}[allowed]
     return None
 
 
@@ -272,7 +293,7 @@ def _sys_reason(member: str) -> str:
 
 _DANGEROUS_BUILTINS: Final[dict[str, str]] = {
     "exec": "code", "eval": "code", "compile": "code", "__import__": "import", "globals": "namespace",
-    "vars": "namespace", "breakpoint": "debugger", "open": "open", "__build_class__": "code",
+    "vars": "namespace", "locals": "namespace", "breakpoint": "debugger", "open": "open", "__build_class__": "code",
     "getattr": "getattr", "setattr": "getattr", "delattr": "getattr", "__loader__": "import",
     "__spec__": "import",
 }
@@ -305,11 +326,13 @@ def _classify_torch(path: str, parts: list[str]) -> Verdict | None:
             return "violation", WHY["autograd"]
         if top == "Tensor" and (member is None or not member.startswith("_") or _dunder(member)):
             return None
-        return "review", WHY["torch_private"] if top == "Tensor" else WHY["torch_c"]
+        if top != "Tensor":
+            return "violation", WHY["torch_c"]
+        return "review", WHY["torch_private"]
     if top == "_C":
-        if len(parts) > 2 and parts[2] in _TORCH_C_AUTOGRAD:
-            return "violation", WHY["autograd"]
-        return "review", WHY["torch_c"]
+        return "violation", WHY["autograd" if len(parts) > 2 and parts[2] in _TORCH_C_AUTOGRAD else "torch_c"]
+    if top in _TORCH_COMPLEX:
+        return "review", WHY["complex"]
     if top == "nn":
         if len(parts) == 2 or parts[2] in _TORCH_NN_ALLOWED:
             return None

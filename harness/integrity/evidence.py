@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from harness.integrity.scan import ReviewEntry
 
-__all__ = ["from_reply"]
+__all__ = ["from_reply", "functions_run"]
 
 _MAX_ENTRIES: Final = 20
 _MAX_TEXT: Final = 300
@@ -76,4 +76,18 @@ def _marked_paths(value: Any, path: str, depth: int) -> list[str]:
     found: list[str] = []
     for key, inner in list(value.items())[:200]:
         found += _marked_paths(inner, f"{path}.{key}" if path else str(key), depth + 1)
+    return found
+
+
+def functions_run(reply: dict[str, Any]) -> set[tuple[str, int]]:
+    """The submission's functions a reply says ran, as ``(name, first line)``.
+
+    The worker's word on what ran can only turn a static finding into a violation:
+    a function it does not mention keeps its finding as a review entry.
+    """
+    found = set()
+    for entry in _list(reply.get("ran"))[:2000]:
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], int) \
+                and not isinstance(entry[1], bool):
+            found.add((entry[0][:200], entry[1]))
     return found

@@ -171,10 +171,10 @@ class _Scanner(ast.NodeVisitor):
             return False
         kind, why = verdict
         if why == WHY["grader"]:
-            # Importing the grader's code is proof (said at the import); reaching it another way
-            # (sys.modules, a module attribute) is for a person to read.
+            # Importing the grader's code is proof, said once at the import; reaching it another way
+            # (sys.modules, a module attribute) is proof too, said where it happens.
             if path.split(".")[0] not in self.facts.imported:
-                self.review(node, why)
+                self.violation(node, f"{verb} {path}: {why}", path)
         elif kind == "violation":
             self.violation(node, f"{verb} {path}: {why}", path)
         elif not self._said_at_import(path, why):
@@ -377,6 +377,10 @@ class _Scanner(ast.NodeVisitor):
         elif attr in AUTOGRAD_ATTRIBUTES and attr not in self.facts.defined and id(node) not in self.calls_judged:
             self.review(node, WHY["unresolved"])
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, complex):
+            self.review(node, WHY["complex"])
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, ast.Load):
             paths = self.resolve.paths(node)
@@ -398,7 +402,7 @@ class _Scanner(ast.NodeVisitor):
             self.review(node, WHY["import"])
             for name in (self.resolve.strings(node.args[0]) if node.args else None) or ():
                 self._judge_import(node, name)
-        if builtin & {"globals", "vars"} and not (
+        if builtin & {"globals", "vars", "locals"} and not (
                 "vars" in builtin and node.args and isinstance(node.args[0], ast.Name)
                 and node.args[0].id in ("self", "cls")):
             self.review(node, WHY["namespace"])

@@ -10,6 +10,7 @@ candidate code cannot reach.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import inspect
@@ -18,11 +19,13 @@ import socket
 import sys
 import time
 import traceback
+import types
 import weakref
 from typing import Any, Callable
 
 import torch
 
+from harness.integrity.audit import install as install_audit_hook
 from harness.sandbox.tripwires import Tripwires, carries_autograd
 from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
@@ -227,6 +230,11 @@ class Evaluator:
             reply.setdefault("error", _error("reading results", exc))
         return reply
 
+    def do_trace_calls(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Record from now on which of the submission's functions run (replies carry them as "ran")."""
+        self.tripwires.trace_calls()
+        return {}
+
     def _check_formulas(self) -> None:
         for name in foreign_formulas(getattr(self.module, "__name__", ""))[:5]:
             self.tripwires.flag(f"{FOREIGN_FORMULA} ({name})")
@@ -247,7 +255,8 @@ class Evaluator:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self.do_run(request)
+            with self.tripwires.untraced():
+                return self.do_run(request)
         finally:
             if enabled:
                 gc.enable()
@@ -273,7 +282,14 @@ class Evaluator:
         return {"grad": _observe_tensor(x.grad), "backward_seconds": time.perf_counter() - t0}
 
     def do_memory_release(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Do the graph's intermediate tensors die after backward while the output lives?"""
+        """Do the graph's intermediate tensors die after backward while the output lives?
+
+        Measured on the candidate's own objects, not on what ``.data`` returns (a property
+        may hand out a fresh copy every time): an intermediate is alive after backward if
+        its ``Tensor`` object or its ``.data`` is still alive, or if a torch tensor of its
+        shape (``x @ w`` is 4x5, no leaf or gradient is) is still reachable from the
+        output or the leaves.
+        """
         torch.manual_seed(0)
         try:
             with self.guarded():
@@ -282,21 +298,26 @@ class Evaluator:
                 h = (x @ w).relu()
                 k = h * h
                 y = k.sum()
-            probes = [weakref.ref(h.data), weakref.ref(k.data)]
+            probes = [_weak(h), _weak(k), weakref.ref(h.data), weakref.ref(k.data)]
             del h, k
             gc.collect()
-            alive_before = sum(p() is not None for p in probes)
+            alive_before = _count_alive(probes) or min(2, _reachable_of_shape([y, x, w], (4, 5)))
             with self.guarded():
                 y.backward()
             gc.collect()
-            alive_after = sum(p() is not None for p in probes)
+            alive_after = max(_count_alive(probes), min(2, _reachable_of_shape([y, x, w], (4, 5))))
         except Exception as exc:
             return {"error": _error("memory_release", exc)}
         return {"alive_before": alive_before, "alive_after": alive_after, "grad_x": _observe_tensor(x.grad),
                 "x": encode_tensor(x.data), "w": encode_tensor(w.data)}
 
     def do_no_grad(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Inside no_grad(): results do not require grad and hold no reference to their inputs."""
+        """Inside no_grad(): results do not require grad and hold no reference to their inputs.
+
+        "No reference" is measured on the candidate's own objects: neither the ``Tensor``
+        ``h`` nor any torch tensor it holds is reachable from ``z``, and once dropped,
+        ``h`` (and its ``.data``) is freed.
+        """
         no_grad = getattr(self.module, "no_grad", None)
         facts: dict[str, Any] = {}
         try:
@@ -308,10 +329,16 @@ class Evaluator:
                 facts["h_requires_grad"] = _flag(h)
                 facts["z_requires_grad"] = _flag(z)
                 facts["z_value"] = _data_of(z)
-            probe = weakref.ref(h.data)
+            held = _reachable([h], stop={id(x)})
+            shape = tuple(getattr(h.data, "shape", ()))  # h's own storage, not a constant it shares with others
+            own = {i for i, obj in held.items() if obj is h or (isinstance(obj, torch.Tensor)
+                                                                 and tuple(obj.shape) == shape and shape != ())}
+            reached = own & set(_reachable([z]))
+            del held
+            probes = [_weak(h), weakref.ref(h.data)]
             del h
             gc.collect()
-            facts["intermediate_freed"] = probe() is None
+            facts["intermediate_freed"] = not reached and _count_alive(probes) == 0
             with self.guarded():
                 after = (x * x).sum()
             facts["after_requires_grad"] = _flag(after)
@@ -387,29 +414,95 @@ class Evaluator:
         return facts
 
     def do_backward_cost(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Torch calls and result elements during backward of one graph at growing input sizes.
+        """Torch calls, result elements and Python calls during backward of each graph sent.
 
-        An engine's backward does the same calls whatever the size; one that
-        re-evaluates the forward pass per input element (finite differences) does not.
+        The grader sends one drawn graph at growing input sizes: an engine's backward
+        makes the same calls whatever the size; one that re-evaluates the forward pass
+        per input element (finite differences, complex step) does not.
         """
-        facts: dict[str, Any] = {"sizes": [], "calls": [], "elements": []}
-        for n in request.get("sizes", [])[:4]:
-            n = max(1, min(int(n), 256))
-            g = torch.Generator().manual_seed(n)
+        facts: dict[str, Any] = {"sizes": [], "calls": [], "elements": [], "py_calls": [], "complex": False}
+        for wire in request.get("programs", [])[:8]:
             try:
+                leaves = {w["name"]: self.cls(decode_tensor(w), requires_grad=bool(w["requires_grad"]))
+                          for w in wire["leaves"]}
+                results = dict(leaves)
                 with self.guarded():
-                    x = self.cls(torch.rand(n, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
-                    w = self.cls(torch.rand(3, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
-                    b = self.cls(torch.rand(n, 3, generator=g, dtype=torch.float64) + 0.5, requires_grad=True)
-                    y = ((x @ w) * b + x).sum()
-                    with self.guard.count():
-                        y.backward()
+                    for step in wire["steps"]:
+                        operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
+                        results[step["name"]] = OPS[step["op"]].apply_candidate(operands, {})
+                    out = results[wire["output"]]
+                    with self.guard.count(), _counting_python_calls() as python:
+                        out.backward()
             except Exception as exc:
                 return {"error": _error("backward_cost", exc)}
-            facts["sizes"].append(n)
+            facts["sizes"].append(int(decode_tensor(wire["leaves"][0]).shape[0]))
             facts["calls"].append(self.guard.calls)
             facts["elements"].append(self.guard.elements)
+            facts["py_calls"].append(python.calls)
+            facts["complex"] = facts["complex"] or self.guard.complex
         return facts
+
+
+def _weak(obj: Any) -> Callable[[], Any]:
+    """A weak reference to ``obj``, or a dead one when its class allows none (``__slots__``)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: None
+
+
+def _count_alive(probes: list[Callable[[], Any]]) -> int:
+    """How many of the pairs (object, its .data) in ``probes`` (objects first, then their data) still live."""
+    half = len(probes) // 2
+    return sum(probes[i]() is not None or probes[half + i]() is not None for i in range(half)) if half else 0
+
+
+_MAX_REACHED = 200_000
+
+
+def _reachable(roots: list[Any], stop: set[int] = frozenset()) -> dict[int, Any]:  # type: ignore[assignment]
+    """Objects reachable from ``roots`` through references, not through modules, classes or module globals.
+
+    What a module or a class holds lives as long as the program: it is not what a graph keeps alive.
+    """
+    module_dicts = {id(vars(m)) for m in list(sys.modules.values()) if m is not None and hasattr(m, "__dict__")}
+    seen: dict[int, Any] = {}
+    todo = list(roots)
+    while todo and len(seen) < _MAX_REACHED:
+        obj = todo.pop()
+        key = id(obj)
+        if key in seen or key in stop or key in module_dicts or isinstance(obj, (type, types.ModuleType)):
+            continue
+        seen[key] = obj
+        todo.extend(gc.get_referents(obj))
+    return seen
+
+
+def _reachable_of_shape(roots: list[Any], shape: tuple[int, ...]) -> int:
+    """How many torch tensors of ``shape`` are reachable from ``roots``."""
+    return sum(1 for obj in _reachable(roots).values() if isinstance(obj, torch.Tensor) and tuple(obj.shape) == shape)
+
+
+class _PythonCalls:
+    calls = 0
+
+
+@contextlib.contextmanager
+def _counting_python_calls() -> Any:
+    """Count the calls into Python functions (and builtins) outside the grader's own code, in this thread."""
+    counter = _PythonCalls()
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" or (event == "call" and not frame.f_code.co_filename.startswith(own)):
+            counter.calls += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield counter
+    finally:
+        sys.setprofile(previous)
 
 
 class _Failed(Exception):
@@ -452,6 +545,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     tripwires = Tripwires(path)
     tripwires.install()
     processes.watch(tripwires.note, tripwires.candidate_line)
+    install_audit_hook(path, tripwires.note)
     try:
         with tripwires.guarded():
             module = load_submission(path, module_name)

@@ -177,7 +177,9 @@ _HELLO: Final = _either(
     _record({"kind": _literal("import_error"), "error": _ERROR}, {"violations": _VIOLATIONS, "review": _REVIEW}),
 )
 
-_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW}
+_RAN: Final = _list(_list(_either(_text(MAX_NAME), _count), 2), 2000)
+"""The submission's functions that ran since the last reply, as ``[name, first line]``."""
+_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW, "ran": _RAN}
 
 _REPLIES: Final[dict[str, Check]] = {
     "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),
@@ -190,6 +192,9 @@ _REPLIES: Final[dict[str, Check]] = {
                             "intermediate_freed": _boolean, "after_requires_grad": _FLAG,
                             "after_exception_requires_grad": _FLAG}),
 }
+
+
+_REPLIES["trace_calls"] = _record({}, _COMMON)
 
 
 def _bytes(value: Any, where: str) -> None:
@@ -208,7 +213,8 @@ _REPLIES["saved_tensors"] = _record({}, {
 _REPLIES["timed_run"] = _REPLIES["run"]  # a run with the collector paused: the same facts
 _REPLIES["run_many"] = _record({"results": _list(_REPLIES["run"], 1000)}, _COMMON)
 _REPLIES["backward_cost"] = _record({}, {**_COMMON, "sizes": _list(_number, 100), "calls": _list(_number, 100),
-                                         "elements": _list(_number, 100)})
+                                         "elements": _list(_number, 100), "py_calls": _list(_number, 100),
+                                         "complex": _boolean})
 
 
 def _generic(value: Any, where: str, depth: int = 0) -> None:

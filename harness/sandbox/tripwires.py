@@ -54,9 +54,15 @@ _AUTOGRAD_ENTRY_POINTS: Final = {
     "make_dual": "forward-mode AD (make_dual)",
 }
 _MAX_FINDINGS: Final = 20
+_MAX_RAN: Final = 2000
+_DISABLED: Final = "the submission disabled the grader's guard"
+"""How every violation of the guard's liveness starts: its hook, its mode or its watched objects were touched."""
 _REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
 _GRAD_FN = torch._C.TensorBase.grad_fn.__get__
 _TensorBase = torch._C.TensorBase
+_PLAIN: set = set()
+"""Torch functions seen and known not to be an entry into torch's autograd: the guard's fast path."""
+_MAX_PLAIN: Final = 5000
 
 
 def carries_autograd(value: Any) -> bool:
@@ -88,24 +94,44 @@ class AutogradGuard(TorchFunctionMode):
         self.counting = False
         self.calls = 0
         self.elements = 0
+        self.complex = False
+        """Whether a counted call returned a complex tensor."""
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
+        if func not in _PLAIN:
+            self._inspect_call(func, args, kwargs or {})
+        result = func(*args, **kwargs) if kwargs else func(*args)
+        if isinstance(result, _TensorBase):
+            try:
+                tracked = _REQUIRES_GRAD(result) or _GRAD_FN(result) is not None
+            except Exception:  # a tensor torch itself cannot read is not evidence
+                tracked = False
+            if tracked:
+                self.flag(f"{getattr(func, '__qualname__', getattr(func, '__name__', ''))} returned a torch tensor "
+                          "that requires grad")
+            if self.counting:
+                self.calls += 1
+                self.elements += result.numel()
+                self.complex = self.complex or result.is_complex()
+        elif self.counting:
+            self.calls += 1
+        return result
+
+    def _inspect_call(self, func: Callable, args: tuple, kwargs: dict) -> None:
+        """Flag a call into torch's autograd; remember functions that never are one (most of them)."""
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", "")
-        if name in _AUTOGRAD_ENTRY_POINTS and not (name == "requires_grad_" and (args[1:2] == (False,)
-                                                                                 or kwargs.get("requires_grad") is False)):
-            self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
-        elif name == "__set__" and owner == "requires_grad" and len(args) > 1 and bool(args[1]):
-            self.flag("set requires_grad=True on a torch tensor")
-        result = func(*args, **kwargs)
-        if carries_autograd(result):
-            self.flag(f"{getattr(func, '__qualname__', name)} returned a torch tensor that requires grad")
-        if self.counting:
-            self.calls += 1
-            if isinstance(result, _TensorBase):
-                self.elements += result.numel()
-        return result
+        if name in _AUTOGRAD_ENTRY_POINTS:
+            if not (name == "requires_grad_" and (args[1:2] == (False,) or kwargs.get("requires_grad") is False)):
+                self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
+        elif name == "__set__" and owner == "requires_grad":
+            if len(args) > 1 and bool(args[1]):
+                self.flag("set requires_grad=True on a torch tensor")
+        elif len(_PLAIN) < _MAX_PLAIN:
+            try:
+                _PLAIN.add(func)
+            except TypeError:  # unhashable: judged again at every call
+                pass
 
     def flag(self, what: str) -> None:
         if self._record is not None:
@@ -117,6 +143,7 @@ class AutogradGuard(TorchFunctionMode):
     def count(self) -> Iterator[AutogradGuard]:
         """Count torch calls and result elements inside the block (the guard must be active)."""
         self.calls = self.elements = 0
+        self.complex = False
         self.counting = True
         try:
             yield self
@@ -142,7 +169,7 @@ def WatchedEngine(record: Callable[[str], None]) -> type:
     return _Watched
 
 
-_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.sandbox.channel", "harness.sandbox.tripwires",
+_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.integrity.audit", "harness.sandbox.channel", "harness.sandbox.tripwires",
                            "harness.program", "harness.ops", "torch.autograd", "torch.autograd.graph",
                            "torch.autograd.variable", "torch.overrides", "gc", "threading", "_thread")
 """Modules whose functions and classes a submission has no business replacing in the worker."""
@@ -172,6 +199,9 @@ class Tripwires:
         self._reported = (0, 0)
         self.guard = AutogradGuard(self.flag)
         self._installed = False
+        self._tracer: Callable | None = None
+        self._ran: set[tuple[str, int]] = set()
+        self._ran_new: list[tuple[str, int]] = []
 
     # ---- findings ----
 
@@ -200,6 +230,9 @@ class Tripwires:
             seen_r = 0
         reply["violations"] = self.violations[seen_v:]
         reply["review"] = self.review[seen_r:]
+        if self._ran_new:
+            reply["ran"] = [list(scope) for scope in self._ran_new[:_MAX_RAN]]
+            self._ran_new = []
         self._reported = (len(self.violations), len(self.review))
         return reply
 
@@ -229,6 +262,17 @@ class Tripwires:
         _thread.start_new_thread = _thread.start_new = threading._start_new_thread = self._start_thread
         self._freeze, self._frozen = gc.freeze, False
         gc.freeze = self._freeze_called
+        self._enter_dual_level = torch._C._enter_dual_level
+        self._dual_level_watch = self._watch_call(self._enter_dual_level, "forward-mode AD (a dual level was entered)",
+                                                  always=True)
+        torch._C._enter_dual_level = self._dual_level_watch
+        predispatch = sys.modules.get("torch._functorch.predispatch")
+        if predispatch is not None:
+            predispatch._enter_dual_level_impl = self._dual_level_watch
+        self._disable_watch = self._watch_call(torch._C.DisableTorchFunction,
+                                               "switched torch-function modes off (torch._C.DisableTorchFunction), "
+                                               "where the grader's autograd guard is one")
+        torch._C.DisableTorchFunction = self._disable_watch
         self._threads = {t.ident for t in threading.enumerate()}
         self._snapshot = _Snapshot()
         self._installed = True
@@ -242,7 +286,68 @@ class Tripwires:
             yield
             return
         with self.guard:
+            try:
+                yield
+            finally:
+                self._check_mode()
+
+    def _watch_call(self, original: Callable, what: str, always: bool = False) -> Callable:
+        """``original`` behind a function that flags each call the submission makes (``always``: any call)."""
+        filenames = self._filenames
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            if always or sys._getframe(1).f_code.co_filename in filenames:
+                self.flag(what)
+            return original(*args, **kwargs)
+
+        watched.__name__ = watched.__qualname__ = getattr(original, "__name__", "watched")
+        return watched
+
+    def trace_calls(self) -> None:
+        """From now on, record which of the submission's functions run (evidence of use for the scan's findings).
+
+        A global trace function sees every new Python frame (and asks for no line events); it
+        is set only for grades whose scan found a violation, and paused for timed runs.
+        """
+        filenames, ran, new = self._filenames, self._ran, self._ran_new
+
+        def tracer(frame: Any, event: str, arg: Any) -> None:
+            code = frame.f_code
+            if code.co_filename in filenames:
+                scope = (code.co_name, code.co_firstlineno)
+                if scope not in ran:
+                    ran.add(scope)
+                    new.append(scope)
+
+        self._tracer = tracer
+        sys.settrace(tracer)
+        threading.settrace(tracer)
+
+    @contextlib.contextmanager
+    def untraced(self) -> Iterator[None]:
+        """Pause the record of which functions run (timed runs measure the engine, not the record)."""
+        if self._tracer is None:
             yield
+            return
+        sys.settrace(None)
+        try:
+            yield
+        finally:
+            sys.settrace(self._tracer)
+
+    def _check_tracer(self) -> None:
+        if self._tracer is not None and sys.gettrace() is not self._tracer:
+            _FLAG(self, f"{_DISABLED}: its record of which functions ran was switched off")
+            sys.settrace(self._tracer)
+
+    def _check_mode(self) -> None:
+        """At the end of a guarded block: the guard is still the innermost torch-function mode, and switched on."""
+        depth = torch._C._len_torch_function_stack()
+        if depth == 0 or torch._C._get_function_stack_at(depth - 1) is not self.guard:
+            _FLAG(self, f"{_DISABLED}: its torch-function mode was removed")
+            torch._C._push_on_torch_function_stack(self.guard)  # so that leaving the block pops the guard
+        elif not torch._C._is_torch_function_mode_enabled():
+            _FLAG(self, f"{_DISABLED}: torch-function modes were left switched off")
 
     def _freeze_called(self) -> None:
         # Counting frozen objects takes a walk over all of them: watching the call is cheap.
@@ -283,6 +388,8 @@ class Tripwires:
         try:
             self._check_tracked_tensors()
             self._check_dual_level()
+            self._check_saved_tensor_hook()
+            self._check_tracer()
             self._check_in_place()
             self._check_threads()
         except Exception as exc:  # a check the submission broke is itself worth a look
@@ -296,9 +403,19 @@ class Tripwires:
         if autograd_tensors():
             self.flag("torch tensors that require grad were left alive by the submission")
 
+    def _check_saved_tensor_hook(self) -> None:
+        top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+        pack = top[0] if isinstance(top, tuple) and top else None
+        if getattr(pack, "__func__", None) is not Tripwires._packed or getattr(pack, "__self__", None) is not self:
+            _FLAG(self, f"{_DISABLED}: its saved-tensor hook was removed or covered")
+            torch._C._autograd._push_saved_tensors_default_hooks(self._packed, _unpacked)
+        if not torch._C._autograd._saved_tensors_hooks_is_enabled():
+            _FLAG(self, f"{_DISABLED}: saved-tensor hooks were switched off")
+            torch._C._autograd._saved_tensors_hooks_enable()
+
     def _check_dual_level(self) -> None:
         try:
-            level = torch._C._enter_dual_level()
+            level = self._enter_dual_level()
         except RuntimeError:
             self.flag("a forward-mode AD level (torch.autograd.forward_ad.dual_level) was left open")
             return
@@ -320,7 +437,7 @@ class Tripwires:
         mine = vars(self)
         if set(mine) != set(own_vars) or any(mine[k] is not own_vars[k] for k in own_vars
                                               if k not in ("violations", "_reported", "_frozen", "_guard_state",
-                                                           "_kinds")):
+                                                           "_kinds", "_tracer", "_ran_new")):
             tampered.append("the grader's runtime checks were changed")
         if self.violations != self._ledger or self.review is not review:
             tampered.append("the grader's record of what it saw was emptied")
@@ -330,15 +447,22 @@ class Tripwires:
             tampered.append("the grader's watch on gc.freeze was removed")
         for name in self._snapshot.changed():
             tampered.append(f"{name} was replaced")
+        if torch._C._enter_dual_level is not self._dual_level_watch \
+                or torch._C.DisableTorchFunction is not self._disable_watch:
+            tampered.append("the grader's watch on forward-mode AD and torch-function modes was removed")
         for what in tampered[:5]:
-            self.note(what, "the submission changed the grader's own objects in its process: in-process "
-                            "checks can no longer be trusted, so a person must read the code")
+            _FLAG(self, f"{_DISABLED}: {what}")
 
     def _check_threads(self) -> None:
         alive = [t for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
         if alive:
             self.note(f"{len(alive)} thread(s) still running",
                       "left threads running after the request, outside what the grader asked for")
+
+
+_FLAG: Final = Tripwires.flag
+"""The class's own ``flag``, kept apart: a submission that shadows ``flag`` on the instance (or the class)
+silences what the guard sees, not the report that the guard was touched."""
 
 
 def _unpacked(tensor: torch.Tensor) -> torch.Tensor:

@@ -1,10 +1,22 @@
-"""Is it an engine at all: the two finite-difference signatures, judged from numbers checked by hand."""
+"""Is it an engine at all: the finite-difference signatures, judged from numbers checked by hand."""
+
+import random
 
 import pytest
 import torch
 
 from harness.integrity import ReviewEntry
-from harness.checks.probes import SMOOTH_GRAPH, judge_accuracy, judge_backward_cost
+from harness.checks.probes import draw_cost_graphs, draw_smooth_graphs, judge_accuracy, judge_backward_cost
+from harness.program import Leaf, Program, Step
+
+SMOOTH_GRAPH = Program(
+    (Leaf("x", torch.rand(3, 4, generator=torch.Generator().manual_seed(8), dtype=torch.float64) + 0.5),
+     Leaf("w", torch.rand(4, 2, generator=torch.Generator().manual_seed(9), dtype=torch.float64) + 0.5),
+     Leaf("b", torch.rand(3, 2, generator=torch.Generator().manual_seed(10), dtype=torch.float64) + 0.5)),
+    (Step("h", "matmul", ("x", "w")), Step("k", "mul", ("h", "b")), Step("m", "mul", ("k", "h")),
+     Step("y", "sum", ("m",))),
+    "y",
+)
 
 
 @pytest.mark.parametrize("facts", [
@@ -57,7 +69,7 @@ def test_gradients_exact_to_rounding_are_an_engine():
 def test_gradients_right_only_to_finite_difference_accuracy_are_flagged():
     exact = _expected()
     approximate = {name: g * (1 + 2e-9) for name, g in exact.items()}
-    entry = judge_accuracy(approximate, exact, 7)
+    entry = judge_accuracy(approximate, exact, 7, SMOOTH_GRAPH)
     assert entry == ReviewEntry(7, "backward()", (
         "gradients match torch only to 2.0e-09 relative on a smooth float64 graph (h = x @ w; k = h * b; m = k * h; "
         "y = m.sum()); rules applied exactly agree to about 1e-15, finite differences to about 1e-6..1e-10"))
@@ -75,3 +87,46 @@ def test_the_smooth_graph_has_no_cancellation():
     """Positive values everywhere: relative errors are meaningful and exact rules agree to a few ulps."""
     assert all(bool((leaf.value > 0).all()) for leaf in SMOOTH_GRAPH.leaves)
     assert all(bool((g > 0).all()) for g in _expected().values() if isinstance(g, torch.Tensor))
+
+
+def test_python_calls_growing_with_the_input_are_a_per_element_loop():
+    """Complex step in numpy makes few torch calls: its Python loop over the input elements gives it away."""
+    facts = {"sizes": [3, 45], "calls": [20, 22], "elements": [90, 1300], "py_calls": [120, 1680]}
+    entry = judge_backward_cost(facts, 81)
+    assert entry is not None and entry.why.startswith(
+        "backward made 1680 Python calls for 45 input rows against 120 for 3 (14.0x the calls for 15x the input")
+
+
+def test_complex_numbers_in_backward_are_complex_step():
+    facts = {"sizes": [3, 45], "calls": [20, 20], "elements": [90, 1300], "py_calls": [5, 5], "complex": True}
+    assert judge_backward_cost(facts, 75).why.startswith("backward computed complex numbers")
+
+
+def test_every_pair_is_judged():
+    engine, differences = ([3, 45], [20, 20], [90, 1300]), ([4, 64], [765, 9045], [4551, 825711])
+    facts = {k: engine[i] + differences[i] for i, k in enumerate(("sizes", "calls", "elements"))}
+    assert judge_backward_cost(facts, 5).why.startswith("backward made 9045 torch calls for 64 input rows")
+
+
+def test_the_probe_graphs_are_drawn_per_grade():
+    """Different draws give different graphs (structure, shapes, values); each pair shares its structure."""
+    first, second = draw_cost_graphs(random.Random(1)), draw_cost_graphs(random.Random(2))
+    assert len(first) == 2 and [p.expression() for pair in first for p in pair] != \
+        [p.expression() for pair in second for p in pair] or first[0][0].leaf("x").value.shape != \
+        second[0][0].leaf("x").value.shape
+    for small, large in first:
+        assert small.expression() == large.expression()
+        assert 10 * small.leaf("x").value.shape[0] <= large.leaf("x").value.shape[0]
+    drawn = {draw_smooth_graphs(random.Random(seed), 1)[0].expression() for seed in range(20)}
+    assert len(drawn) > 5
+    for graph in draw_smooth_graphs(random.Random(3), 4):
+        assert all(bool((leaf.value >= 0.5).all()) for leaf in graph.leaves)
+
+
+def test_a_leaf_the_drawn_graph_does_not_use_is_left_out_of_the_comparison():
+    exact = _expected()
+    approximate = {name: g * (1 + 2e-9) for name, g in exact.items()}
+    unused = {**exact, "b": None}
+    assert judge_accuracy({**approximate, "b": None}, unused, 2) is not None
+    assert judge_accuracy({**exact, "b": None}, unused, 2) is None
+    assert judge_accuracy({}, {"b": None}, 2) is None

@@ -11,6 +11,7 @@ interview bar.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from harness.grade import GradeOptions, grade
 from harness.integrity import inspect_source, member_line
 from harness.integrity.allowlist import WHY
 from harness.checks.probes import review_at_run_time
+from harness.integrity.use import NOT_RUN, settle
 from harness.program import Leaf, Program, Step
 from harness.report.model import exit_code
 from harness.report.render import render_json, render_text
@@ -50,6 +52,8 @@ def _manifest(folder: Path) -> list[dict[str, Any]]:
 
 
 CHEAT_ENTRIES = _manifest(CHEATS)
+ran: dict[Path, set[tuple[str, int]]] = {}
+"""The submission's functions each file ran under ``run_time`` (recorded for files with static violations)."""
 LOOKALIKE_ENTRIES = _manifest(LOOKALIKES)
 
 
@@ -67,10 +71,12 @@ def sandbox():
 def run_time(sandbox):
     """file -> (violations, review entries) seen while it runs the core graph and the integrity probes."""
     cache: dict[Path, tuple[list[str], list[Any]]] = {}
+    ran.clear()
 
     def run(path: Path) -> tuple[list[str], list[Any]]:
         if path not in cache:
             shared = Shared(deadline=float("inf"))
+            shared.trace_calls = bool(inspect_source(path.read_text()).violations)
             ctx = Context(sandbox, path, "Tensor", path.stem, shared)
             try:
                 hello = ctx.worker().hello
@@ -81,6 +87,7 @@ def run_time(sandbox):
             finally:
                 ctx.retire()
             cache[path] = (list(shared.violations), list(shared.review))
+            ran[path] = set(shared.ran)
         return cache[path]
 
     return run
@@ -141,12 +148,15 @@ def test_the_worker_reports_what_only_run_time_sees(entry, run_time):
 
 @pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
 def test_no_cheat_passes_the_interview_bar(entry, run_time):
-    violations = list(entry["static"]["violations"])
-    lines = [line for line, _ in entry["static"]["review"]]
+    path = CHEATS / entry["file"]
+    static = inspect_source(path.read_text())
     if "runtime" in entry:
-        seen, review = run_time(CHEATS / entry["file"])
-        violations += seen
-        lines += [e.line for e in review]
+        seen, review = run_time(path)
+        static = settle(static, path.read_text(), ran[path])  # a violation needs a path the run executed
+    else:
+        seen, review = [], []
+    violations = list(static.violations) + seen
+    lines = [e.line for e in static.review] + [e.line for e in review]
     if entry["verdict"] == "violation":
         assert violations, "no proof found"
     else:
@@ -168,18 +178,22 @@ def test_a_review_verdict_keeps_the_score_but_not_the_interview_bar(sandbox):
     assert report.interview["passed"] is False and report.interview["needs_review"] is True
     data = json.loads(render_json(report))
     lines = [entry["line"] for entry in data["integrity"]["review"]]
-    cost, accuracy = (entry["why"] for entry in data["integrity"]["review"])
+    accuracy, cost = (entry["why"] for entry in data["integrity"]["review"])
     assert lines == [56, 56]  # def backward(self)
-    # Counted by hand: 23 torch calls per input element (two clones, two nudges, two replays of four ops,
-    # the difference quotient, the write), 2 per leaf; 33 elements for 4 rows, 393 for 64.
-    assert cost == ("backward made 9045 torch calls for 64 input rows against 765 for 4 (11.8x the calls for 16x the "
-                    "input, same graph): it re-evaluates the forward pass for every input element (finite "
-                    "differences), which is not an engine")
-    prefix, tail = "gradients match torch only to ", (" relative on a smooth float64 graph (h = x @ w; k = h * b; "
-                                                      "m = k * h; y = m.sum()); rules applied exactly agree to about "
-                                                      "1e-15, finite differences to about 1e-6..1e-10")
+    # The probe graphs are drawn per grade: the figures vary, their relation does not. Finite differences
+    # make a fixed number of torch calls per input element, so the calls grow with the rows.
+    found = re.fullmatch(r"backward made (\d+) torch calls for (\d+) input rows against (\d+) for (\d+) \(([\d.]+)x "
+                         r"the calls for ([\d.]+)x the input, same graph\): it re-evaluates the forward pass for every "
+                         r"input element \(finite differences\), which is not an engine", cost)
+    assert found, cost
+    big_calls, big_rows, small_calls, small_rows = (int(found.group(i)) for i in range(1, 5))
+    assert big_rows >= 10 * small_rows and big_calls / small_calls > 4
+    assert float(found.group(5)) == round(big_calls / small_calls, 1)
+    prefix, tail = "gradients match torch only to ", ("; rules applied exactly agree to about 1e-15, finite "
+                                                      "differences to about 1e-6..1e-10")
     assert accuracy.startswith(prefix) and accuracy.endswith(tail)
-    assert 1e-11 < float(accuracy[len(prefix):-len(tail)]) < 1e-6
+    figure, graph = accuracy[len(prefix):-len(tail)].split(" relative on a smooth float64 graph ")
+    assert 1e-11 < float(figure) < 1e-6 and graph.startswith("(h = x @ w; ") and graph.endswith(".sum())")
     text = render_text(report).splitlines()
     header = text.index("integrity review: a person must read these lines before the interview bar can pass")
     assert text[header + 1] == "  - line 56: backward()"
@@ -199,3 +213,12 @@ def test_a_lookalike_passes_the_interview_bar(sandbox):
     assert (report.status, exit_code(report), report.integrity_violations, report.integrity_review) == (
         "graded", 0, (), ())
     assert report.interview["passed"] is True and report.interview["needs_review"] is False
+
+
+def test_a_resolved_autograd_call_in_code_that_never_ran_is_a_review_entry(sandbox):
+    report = grade(CHEATS / "unused_torch_check.py", QUICK, sandbox=sandbox)
+    assert (report.status, exit_code(report), report.integrity_violations) == ("graded", 0, ())
+    assert report.score > 0 and report.interview["passed"] is False
+    # compare_with_torch (lines 66-72) is never called: its two resolved calls are lines for a person to read.
+    assert [(e["line"], e["why"]) for e in report.integrity_review if e["why"] == NOT_RUN] == [(69, NOT_RUN),
+                                                                                             (70, NOT_RUN)]

@@ -151,7 +151,6 @@ def test_a_folded_name_through_a_function_parameter_is_resolved():
     ("import torch\nm = torch.sys.modules\n", [(2, "modules")]),
     ("import dataclasses\nf = dataclasses.inspect.currentframe()\n", [(2, "frames")]),
     ("import contextlib\ncontextlib.os.system('ls')\n", [(2, "process")]),
-    ("import torch\noff = torch._C.DisableTorchFunction\n", [(2, "torch_c")]),
     ("from torch.overrides import _pop_mode_temporarily\n", [(1, "modes")]),
     ("import torch\nf = torch.jit.script\n", [(2, "torch_tools")]),
     ("import torch\nv = torch._VF\n", [(2, "torch_private")]),
@@ -171,7 +170,15 @@ def test_a_folded_name_through_a_function_parameter_is_resolved():
     ("f = open('notes.txt')\n", [(1, "open")]),
     ("def f(pid):\n    return open(f'/proc/{pid}/mem', 'rb')\n", [(2, "proc")]),
     ("def f(n):\n    return open(f'fill-{n}', 'wb')\n", [(2, "open")]),
-    ("import sys\nev = sys.modules['harness.sandbox.evaluator']\n", [(2, "grader"), (2, "modules")]),
+    ("import logging.config\nr = logging.config.BaseConfigurator({}).resolve\n", [(1, "resolver"), (2, "resolver")]),
+    ("import string\nf = string.Formatter().get_field('0.autograd', [1], {})\n", [(2, "resolver")]),
+    ("import typing\nh = typing.get_type_hints(len)\n", [(2, "resolver")]),
+    ("from typing import ForwardRef\n", [(1, "resolver")]),
+    ("import numpy as np\ndef f(a):\n    return np.add(a, 1)\n", [(3, "numpy")]),
+    ("import numpy as np\nc = np.complex128\n", [(2, "numpy")]),
+    ("import torch\nc = torch.complex128\n", [(2, "complex")]),
+    ("def f(x, h):\n    return x + 1j * h\n", [(2, "complex")]),
+    ("l = locals()\n", [(1, "namespace")]),
     ("breakpoint()\n", [(1, "debugger")]),
     ("import torch\ndef f(name):\n    return getattr(torch, name)\n", [(3, "getattr")]),
     ("g = getattr\n", [(1, "getattr")]),
@@ -338,3 +345,36 @@ def test_member_line_finds_a_method_or_its_class():
     assert member_line(source, "Tensor", "backward") == 6
     assert member_line(source, "Tensor", "relu") == 3
     assert member_line(source, "Value", "backward") is None
+
+
+def test_a_function_only_the_self_test_calls_is_scanned_when_the_file_looks_names_up():
+    helper = "import torch\n\ndef helper(t):\n    return torch.autograd.grad(t, [t])\n\n"
+    main = "if __name__ == '__main__':\n    helper(1)\n"
+    assert _violations(helper + main) == []
+    assert _violations(helper + main + "f = locals()['hel' + 'per']\n") == [
+        "line 4: uses torch.autograd.grad: torch's autograd"]
+
+
+def test_numpy_markers_and_printing_are_clean():
+    source = ("import numpy as np\n\ndef total(x, axis=None, keepdims=np._NoValue):\n"
+              "    keep = keepdims is not np._NoValue\n    return np.array2string(np.asarray(x)), keep\n")
+    assert _scan(source) == Findings()
+
+
+@pytest.mark.parametrize("source, expected", [
+    # other standard-library resolvers and text-to-object gadgets
+    ("import pkgutil\ng = pkgutil.resolve_name('torch.autograd:grad')\n", [(1, "import")]),
+    ("import pydoc\ng = pydoc.locate('torch.autograd.grad')\n", [(1, "unknown")]),
+    ("import functools, torch\ng = functools.reduce(getattr, ['autograd', 'grad'], torch)\n", [(2, "getattr")]),
+    ("import pickle\ng = pickle.loads(b'ctorch.autograd\\ngrad\\n.')\n", [(1, "decode")]),
+    ("import logging.config\nlogging.config.dictConfig({})\n", [(1, "resolver"), (2, "resolver")]),
+    ("import typing\nclass N:\n    g: 'torch.autograd.grad'\nh = typing.get_type_hints(N)\n", [(4, "resolver")]),
+    # other ways to the grader's objects
+    ("import torch\nmodes = torch.overrides.TorchFunctionMode.__subclasses__()\n", [(2, "modes"), (2, "dunder")]),
+    ("import torch.utils._pytree as p, gc\nfound = p.tree_map(gc.get_objects, [None])\n",
+     [(1, "torch_tools"), (2, "torch_tools"), (2, "objects")]),
+    ("import sys\ndef f():\n    return sys.exc_info()[2].tb_frame\n", [(3, "frames")]),
+])
+def test_resolvers_and_ways_to_the_grader_are_review_entries(source, expected):
+    assert _violations(source) == []
+    assert _review(source) == expected

@@ -1,0 +1,186 @@
+"""A PEP 578 audit hook in the worker: what the submission does to the interpreter, with its line.
+
+Installed before the submission is imported; Python offers no way to remove
+an audit hook, so code that runs later cannot switch it off. It reports what
+an engine never needs, each as a review entry that names the submission's
+line: modules loaded outside the allowlist, code compiled or run from text
+(``exec``, ``eval``, ``typing.get_type_hints`` on string annotations), object
+graph walks (``gc.get_objects``/``get_referrers``), frame access, tracing
+and profiling hooks, files opened, functions and code objects built by hand,
+and ``ctypes``. ``ctypes``' reads and writes of raw memory (``from_address``,
+``string_at``, ``PyObj_FromPtr``: how the grader's objects are retyped or read
+in place) are also refused: the call raises ``PermissionError``. Loading
+libraries and calling C functions through ``ctypes`` is left to the sandbox
+(its tests drive the kernel's defences that way) and only reported here.
+Process creation is refused by the sandbox's seccomp filter and reported by
+``harness.sandbox.processes``' own audit hook.
+
+An event is the submission's when the first frame outward from it that is
+not the standard library's is in the submission's file: the submission called
+it directly, or through a standard-library helper (a resolver, a formatter).
+Events inside an import (a module's own body running), inside torch's or
+numpy's code, and inside the grader's are not. A few standard-library helpers
+an engine may use compile code themselves (``dataclasses``, ``namedtuple``,
+``typing``'s forward references): their own events are not the submission's.
+
+Limits (CPython 3.11): ``import`` fires only when a module is actually
+loaded, never for one already in ``sys.modules`` (torch, ``os``); most
+attribute walks (``string.Formatter().get_field``, ``frame.f_back``) raise no
+event at all. The static scan and the runtime tripwires cover those; this hook
+adds what no reading of the source can see.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Callable, Final
+
+from harness.integrity.allowlist import WHY, classify_module
+
+__all__ = ["install", "RAW_MEMORY_EVENTS"]
+
+Record = Callable[[str, str, "int | None"], None]
+"""``record(construct, why, line)``: one review entry seen at run time."""
+
+RAW_MEMORY_EVENTS: Final = frozenset({"ctypes.cdata", "ctypes.cdata/buffer", "ctypes.PyObj_FromPtr", "ctypes.string_at",
+                                      "ctypes.wstring_at"})
+_CODE_EVENTS: Final = frozenset({"compile", "exec", "function.__new__", "code.__new__", "marshal.loads",
+                                 "marshal.load", "pickle.find_class"})
+_WATCHED: Final = _CODE_EVENTS | frozenset({
+    "import", "open", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
+    "sys._current_frames", "object.__getattr__", "sys.settrace", "sys.setprofile", "sys.addaudithook",
+    "socket.__new__", "socket.connect", "socket.bind", "os.kill", "os.remove", "os.rename", "os.chmod",
+    "os.listdir", "os.scandir", "shutil.rmtree", "sys.monitoring.register_callback",
+})
+_NO_LIBRARY_NEEDS: Final = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace",
+                                       "sys.setprofile", "function.__new__", "code.__new__", "sys._current_frames"})
+"""Events no library does on an engine's behalf: the submission's whenever its frame is anywhere on the stack."""
+_WATCHED_ATTRIBUTES: Final = frozenset({"__code__", "tb_frame", "gi_frame"})
+"""Audited attribute reads worth a look: swapping a function's code, reaching frames through tracebacks and
+generators (CPython 3.11 also audits ``f_code``, ``gi_code`` and defaults, which every traceback reads)."""
+_WHY_OF_EVENT: Final = {
+    "compile": "code", "exec": "code", "function.__new__": "code", "code.__new__": "code", "marshal.loads": "decode",
+    "marshal.load": "decode", "pickle.find_class": "decode", "open": "open", "gc.get_objects": "objects",
+    "gc.get_referrers": "objects", "gc.get_referents": "objects", "sys._getframe": "frames",
+    "sys._current_frames": "frames", "object.__getattr__": "dunder", "sys.settrace": "trace",
+    "sys.setprofile": "trace", "sys.addaudithook": "trace", "sys.monitoring.register_callback": "trace",
+}
+_HELPERS: Final = {os.sep + "dataclasses.py": _WATCHED,
+                   os.sep + os.path.join("collections", "__init__.py"): _CODE_EVENTS | {"sys._getframe"},
+                   os.sep + "typing.py": frozenset({"compile"}), os.sep + "enum.py": frozenset({"sys._getframe"})}
+"""Standard-library helpers an engine may use whose own events (anywhere below them) are not the submission's.
+
+``typing`` compiles a forward reference when one is created (``List["Tensor"]``) but
+runs it only in ``get_type_hints``: that "exec" is still the submission's.
+"""
+_MAX_EVENTS: Final = 40
+
+
+def install(submission: str, record: Record) -> None:
+    """Add the audit hook; ``submission`` is the file whose frames make an event the submission's."""
+    own = {submission, os.path.abspath(submission)}
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    main_thread = threading.main_thread()
+    busy = threading.local()
+    seen: set[tuple[str, int | None]] = set()
+
+    def library(filename: str) -> bool:
+        return (filename.startswith(stdlib) and "-packages" not in filename) or filename.startswith("<")
+
+    def attribute(event: str) -> tuple[bool, int | None, bool]:
+        """(the submission's, its innermost line on the stack, whether an import runs inside the submission's call)."""
+        frame = sys._getframe(3)  # past attribute, _judge and hook
+        passed: list[str] = []
+        actor: bool | None = None
+        line = None
+        importing = False
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            frozen_import = filename.startswith("<frozen importlib")
+            if filename in own:
+                if line is None:
+                    line = frame.f_lineno
+                if actor is None:
+                    actor = True
+            elif frozen_import and line is None:
+                importing = True  # a module is being imported inside the submission's call
+            if filename not in own and actor is None:
+                if frozen_import:
+                    if event != "import":
+                        actor = False  # a module's own body running at its import
+                elif library(filename):
+                    passed.append(filename)
+                    if event == "import" and frame.f_code.co_name == "<module>":
+                        actor = False  # a module importing what it needs
+                else:
+                    actor = False  # torch's, numpy's or the grader's own code
+            if actor is not None and line is not None:
+                break
+            frame = frame.f_back
+        if actor and any(filename.endswith(suffix) and event in events
+                         for filename in passed for suffix, events in _HELPERS.items()):
+            actor = False
+        return bool(actor), line, importing
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in _WATCHED and not event.startswith("ctypes."):
+            return
+        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _WATCHED_ATTRIBUTES):
+            return  # f_code and the like: read by every traceback, the grader's own included
+        if getattr(busy, "on", False):
+            return  # the hook's own sys._getframe
+        busy.on = True
+        try:
+            blocked = _judge(event, args)
+        finally:
+            busy.on = False
+        if blocked:
+            raise PermissionError(f"{event} is not allowed while a submission is graded")
+
+    def _judge(event: str, args: tuple) -> bool:
+        ours, line, importing = attribute(event)
+        on_stack = line is not None
+        if on_stack and not ours and not importing and event in _NO_LIBRARY_NEEDS:
+            ours = True  # called back from torch's or numpy's code (tree_map(gc.get_objects, ...)): still the file's
+        candidate_thread = threading.current_thread() is not main_thread
+        if event.startswith("ctypes.") and (on_stack or candidate_thread):
+            blocked = event in RAW_MEMORY_EVENTS
+            _note(_describe(event, args), WHY["memory"] + (" (refused)" if blocked else ""), line)
+            return blocked
+        if not ours:
+            return False
+        if event == "import":
+            name = str(args[0]) if args else "?"
+            verdict = classify_module(name)
+            if verdict is not None:
+                _note(f"import {name}", verdict[1], line)
+            return False
+        if event == "object.__getattr__":
+            why = "dunder" if args[1] == "__code__" else "frames"
+        else:
+            why = _WHY_OF_EVENT.get(event, "process")
+        _note(_describe(event, args), WHY[why], line)
+        return False
+
+    def _note(construct: str, why: str, line: int | None) -> None:
+        key = (construct, line)
+        if key in seen or len(seen) >= _MAX_EVENTS:
+            return
+        seen.add(key)
+        record(construct, f"seen at run time: {why}", line)
+
+    sys.addaudithook(hook)
+
+
+def _describe(event: str, args: tuple) -> str:
+    """The event as a person reads it: ``os.fork()``, ``open('/proc/self/mem')``, ``compile('...')``."""
+    if event in ("compile", "open") and args:
+        first = args[0]
+        text = first.decode(errors="replace") if isinstance(first, bytes) else str(first)
+        text = " ".join(text.split())
+        return f"{event}({text[:60]!r})"
+    if event == "object.__getattr__" and len(args) > 1:
+        return f"{type(args[0]).__name__}.{args[1]}"
+    return f"{event}()"
