@@ -29,7 +29,7 @@ from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
-__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths"]
+__all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths", "rediagnose"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -152,12 +152,13 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
                                _excuse(c, options, rubric) or
                                "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
-        from harness.diagnosis.causes import diagnose
+        from harness.diagnosis.causes import diagnose_safely
 
-        skipped, causes = diagnose(skipped, submission.findings.violations, None, {})
+        skipped, causes, failure = diagnose_safely(skipped, submission.findings.violations, None, {})
         return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256, root_causes=causes, source_note=submission.note)
+                       isolation_note="", sha256=submission.sha256, root_causes=causes, diagnosis_error=failure,
+                       source_note=submission.note)
     limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     owned: list[Any] = []
     try:
@@ -305,7 +306,7 @@ _LATE_IMPORTS = (
 def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
            sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
-    from harness.diagnosis.causes import diagnose
+    from harness.diagnosis.causes import diagnose_safely
 
     path, static, sha256 = submission.path, submission.findings, submission.sha256
     finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
@@ -340,7 +341,15 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
                            member_line(submission.text, options.class_name, "backward"))
     ctx.retire()
     if not hello.get("has_class"):
-        return finish(path, "error", f"the submission defines no class named {options.class_name!r}", [], rubric,
+        import ast
+
+        from harness.preflight import suggest_class
+
+        try:
+            hint = suggest_class(ast.parse(submission.text), options.class_name)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            hint = ""
+        return finish(path, "error", f"the submission defines no class named {options.class_name!r}{hint}", [], rubric,
                       options, settled(), shared, timings)
     members = set(hello.get("members", []))
     features = hello.get("features", {})
@@ -383,13 +392,31 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
             future.result()
     t0 = time.perf_counter()
     static = settled()
-    graded, causes = diagnose([results[c.id] for c in plan],
-                              (*static.violations, *kept(shared.violations, options.variant)),
-                              rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),
-                              {c.id: c.graph for c in plan if c.graph is not None})
+    graded, causes, failure = diagnose_safely(
+        [results[c.id] for c in plan], (*static.violations, *kept(shared.violations, options.variant)),
+        rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),
+        {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes)
+    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes,
+                  diagnosis_error=failure)
+
+
+def rediagnose(report: Report, options: GradeOptions) -> Report:
+    """The report's root causes diagnosed again over all its checks at once.
+
+    ``--watch`` grades the core level first and the rest after; diagnosing the two halves
+    apart would group and order the causes differently from a plain grade of the same file.
+    """
+    from harness.diagnosis.causes import diagnose_safely
+
+    if report.status != "graded" or not report.checks:
+        return report
+    plan = planned_checks(dataclasses.replace(options, level="all", levels=()))
+    graphs = {c.id: c.graph for c in plan if c.graph is not None}
+    points = {c.id: c.max_points for c in report.checks}
+    checks, causes, failure = diagnose_safely(list(report.checks), report.integrity_violations, points, graphs)
+    return dataclasses.replace(report, checks=tuple(checks), root_causes=causes, diagnosis_error=failure)
 
 
 def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
@@ -503,7 +530,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
             isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
-            source_note: str = "") -> Report:
+            diagnosis_error: str = "", source_note: str = "") -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in kept(shared.violations, options.variant))
     if violations and status == "graded":
         status = "integrity_violation"
@@ -529,4 +556,5 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
         integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
         source_note=source_note,
         root_causes=root_causes, agreements=agreements_of(options, rubric).to_dict(), variant=options.variant,
+        diagnosis_error=diagnosis_error,
     )

@@ -67,8 +67,10 @@ class OpSpec:
     doc: str = ""
 
     def render(self, operands: Sequence[str], params: dict[str, Any] | None = None) -> str:
+        """The op as candidate code; a param with no value and no default reads as its name (``x ** p``)."""
         values = {**self.defaults, **(params or {})}
-        return self.syntax.format(*operands, **{k: _literal(v) for k, v in values.items()})
+        names = {k: k for k in self.params}
+        return self.syntax.format(*operands, **{**names, **{k: _literal(v) for k, v in values.items()}})
 
     def apply_torch(self, operands: Sequence[Any], params: dict[str, Any] | None = None) -> torch.Tensor:
         return self.torch_fn(*operands, **{**self.defaults, **(params or {})})

@@ -82,6 +82,9 @@ def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True
         raise Unrunnable(f"the source cannot be parsed: {type(exc).__name__}", sha256) from None
     if not tree.body:
         raise Unrunnable(f"the submission is empty: it defines no class named {class_name!r}", sha256)
+    if not _may_bind(tree, class_name):
+        raise Unrunnable(f"the submission defines no class named {class_name!r}{suggest_class(tree, class_name)}",
+                         sha256)
     return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings(), note)
 
 
@@ -133,6 +136,44 @@ def _check_kind(path: Path, mode: int, size: int, cap: int) -> None:
         raise HarnessError(f"{path}: not a regular file (a pipe, device or socket is never read)")
     if size > cap:
         raise HarnessError(f"{path}: {size:,} bytes is too large for a submission (at most {cap:,})")
+
+
+def _may_bind(tree: ast.Module, name: str) -> bool:
+    """Whether the module could bind ``name`` at import: a top-level definition, assignment or import of it,
+    or anything dynamic enough to bind any name (a star import, ``globals()``, ``exec``, ``setattr``, a module
+    ``__getattr__``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (name,
+                                                                                                  "__getattr__"):
+            return True
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.Name) and node.id in ("globals", "exec", "eval", "setattr", "__import__", "vars",
+                                                       "__dict__"):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" or (alias.asname or alias.name).split(".")[0] == name:
+                    return True
+        if isinstance(node, ast.Global) and name in node.names:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules"):
+            return True
+    return False
+
+
+def suggest_class(tree: ast.Module, class_name: str) -> str:
+    """``"; did you mean --class-name Value?"`` when another top-level class looks like the engine, else ''."""
+    scored = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name != class_name:
+            methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            score = ("backward" in methods) * 2 + len(methods & {"__add__", "__mul__", "__matmul__", "relu", "sum"})
+            if score >= 3:
+                scored.append((score, node.name))
+    if not scored:
+        return ""
+    return f"; did you mean --class-name {max(scored)[1]}?"
 
 
 def _syntax_message(exc: SyntaxError) -> str:

@@ -58,6 +58,8 @@ def test_options_reach_the_grader(monkeypatch, invoke, submission, tmp_path):
     monkeypatch.setattr(harness.grade, "grade", fake)
     specs = tmp_path / "specs"
     specs.mkdir()
+    # A class the source does not define is refused from the source alone: this one defines Value.
+    submission.write_text(submission.read_text() + "\n\nValue = Tensor\n")
     result = invoke(submission, "--level", "core", "--seed", "7", "--class-name", "Value", "--specs", specs,
                     "--max-examples", "30")
     assert result.exit_code == 0

@@ -13,10 +13,11 @@ example database.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 # Hypothesis is thread-safe (since 6.136), so the grader's two lanes may both search.
 from hypothesis import given, seed
@@ -56,15 +57,21 @@ class Counterexample:
 
 
 def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_value: int,
-                        fixed: Situations = (), key: str | None = None) -> Counterexample | None:
+                        fixed: Situations = (), key: str | None = None,
+                        prepare: Callable[[Program], Program | None] | None = None) -> Counterexample | None:
     """A program the candidate gets wrong: the first failing fixed example, else the shrunk random one.
 
     The fixed examples run first, in order, at every seed; the random search runs only
     when they all pass, and the last failure it sees is the shrunk one. With ``key``
     (which names the strategy), the programs the search would draw are taken from
     ``examples`` and run in a few batched requests; hypothesis searches (and shrinks)
-    only when one of them fails, or when a batch could not be judged.
+    only when one of them fails, or when a batch could not be judged. ``prepare`` rewrites each
+    program (the fixed ones, the drawn ones and the search's), or drops it by returning None.
     """
+    unfiltered = strategy  # the shipped draws are keyed by the strategy itself
+    if prepare is not None:
+        fixed = [(situation, p) for situation, p in ((s, prepare(program)) for s, program in fixed) if p is not None]
+        strategy = strategy.map(prepare).filter(lambda p: p is not None)
     if fixed:
         batch = _first_failure(ctx, [program for _, program in fixed])
         if batch is _UNKNOWN:
@@ -77,7 +84,9 @@ def find_counterexample(ctx: Context, strategy: Any, *, max_examples: int, seed_
             return Counterexample(fixed[index][1], verdict, observation, fixed[index][0])
     unshrunk: Counterexample | None = None
     if key is not None:
-        programs = drawn_programs(key, strategy, max_examples, seed_value)
+        programs = drawn_programs(key, unfiltered, max_examples, seed_value)
+        if prepare is not None:
+            programs = tuple(p for p in map(prepare, programs) if p is not None)
         batch = _first_failure(ctx, programs)
         if batch is _PASSED:
             return None
@@ -161,12 +170,13 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
     raise Failed(message, **details).with_evidence(evidence)
 
 
-def _search(ctx: Context, ops: Sequence[str], share: str, fixed: Situations = (), **strategy_options: Any) -> None:
+def _search(ctx: Context, ops: Sequence[str], share: str, fixed: Situations = (),
+            prepare: Callable[[Program], Program | None] | None = None, **strategy_options: Any) -> None:
     from harness.checks.strategies import op_graphs
 
     found = find_counterexample(ctx, op_graphs(ops=list(ops), **strategy_options),
                                 max_examples=_examples(ctx.max_examples, share), seed_value=ctx.seed,
-                                fixed=fixed, key=_strategy_key(ops, strategy_options))
+                                fixed=fixed, key=_strategy_key(ops, strategy_options), prepare=prepare)
     _raise(ctx, found, share)
 
 
@@ -276,8 +286,8 @@ def _op_check(name: str) -> None:
     spec = OPS[name]
 
     def run(ctx: Context) -> None:
-        _search(ctx, [name, "mul", "sum"], "op", situations_for([name]), integer_values=not spec.transcendental,
-                focus=name)
+        _search(ctx, [name, "mul", "sum"], "op", situations_for([name]), prepare=used_once,
+                integer_values=not spec.transcendental, focus=name)
 
     run.__doc__ = f"{name} matches torch in value and gradient on random graphs.\n\n{spec.doc}"
     check(f"extensions.op.{name}", "extensions", spec.concept, requires=CORE_MEMBERS | {spec.member},
@@ -287,6 +297,30 @@ def _op_check(name: str) -> None:
 for _name, _spec in OPS.items():
     if _spec.level == "extensions":
         _op_check(_name)
+
+
+def used_once(program: Program) -> Program | None:
+    """``program`` for an op check: None when a value feeds two ops, and without a final sum of a 0-d value.
+
+    An op check judges its op: a graph that reuses a value also judges accumulation, and
+    the sum of a 0-d tensor judges sum's conventions; those are other checks' concern.
+    """
+    if program.passes != 1:
+        return None
+    seen: set[str] = set()
+    for step in program.steps:
+        for arg in step.args:
+            if isinstance(arg, str):
+                if arg in seen:
+                    return None
+                seen.add(arg)
+    last = program.steps[-1] if program.steps else None
+    if last is not None and last.op == "sum" and len(program.steps) > 1 and isinstance(last.args[0], str):
+        program.validate()  # keeps every value it checked
+        value = program.__dict__.get("_checked_values", {}).get(last.args[0])
+        if value is not None and value.dim() == 0 and program.upstream is None:
+            return dataclasses.replace(program, steps=program.steps[:-1], output=last.args[0])
+    return program
 
 
 def default_searches(max_examples: int = 200, seed_value: int = 0) -> list[tuple[str, Any, int, int]]:

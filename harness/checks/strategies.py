@@ -421,8 +421,9 @@ def _gradients(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any]) ->
 def op_situations(name: str) -> tuple[tuple[str, Program], ...]:
     """Small fixed programs around op ``name``, each named by the situation it covers.
 
-    The op on leaves, its result used twice (an upstream gradient that is not all
-    ones), and its first input also used outside it (a contribution to add up). The
+    The op on leaves, its result weighted (an upstream gradient that is not all ones,
+    every value used once), its result used twice (the same, through reuse), and its
+    first input also used outside it (a contribution to add up). The
     leaves are fixed values inside the op's domain, so a property check can run
     these before any random search: every op check sees each situation at any seed.
     """
@@ -440,13 +441,20 @@ def op_situations(name: str) -> tuple[tuple[str, Program], ...]:
             names.append(value)
     z = Step("z", name, tuple(names), tuple(params.items()))
     first = next(n for n, v in zip(names, operands) if isinstance(v, torch.Tensor) and v.is_floating_point())
+    out = spec.apply_torch(operands, params)
+    # A weight of distinct values other than 1: an upstream gradient that is not all ones, with every value used once.
+    weight = Leaf("v", (torch.arange(out.numel(), dtype=torch.float64) * 0.5 - 1.25).reshape(out.shape)
+                  + (out.numel() == 1) * 3.0, True)
     built = [
         ("the op on leaves", [z, Step("y", "sum", ("z",))]),
+        ("its result weighted", [z, Step("w", "mul", ("z", "v")), Step("y", "sum", ("w",))]),
         ("its result used twice", [z, Step("w", "mul", ("z", "z")), Step("y", "sum", ("w",))]),
         ("its input also used outside it", [z, Step("s", "sum", ("z",)), Step("t", "sum", (first,)),
                                             Step("y", "mul", ("s", "t"))]),
     ]
-    return tuple((situation, Program(tuple(leaves), tuple(steps), "y")) for situation, steps in built)
+    return tuple((situation, Program(tuple(leaves) + ((weight,) if any(s.name == "w" and "v" in s.args for s in steps)
+                                                      else ()), tuple(steps), "y"))
+                 for situation, steps in built)
 
 
 def _fixed_leaves(n: int = 2, m: int = 3) -> list[torch.Tensor]:

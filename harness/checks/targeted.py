@@ -126,9 +126,10 @@ def grad_stays_none(ctx: Context) -> None:
 
 @check("core.grad_types", "core", "shapes", requires=CORE_MEMBERS)
 def grads_have_shapes(ctx: Context) -> None:
-    """Every gradient is a plain torch tensor with its own tensor's shape and dtype.
+    """Every gradient is a plain torch tensor with its own tensor's shape, and floating point for float data.
 
-    A gradient must have exactly the shape and dtype of the tensor it belongs to; sum's backward must expand.
+    A gradient must have exactly the shape of the tensor it belongs to (sum's backward must expand), and must not
+    lose values to an integer dtype.
     """
     parts = ("error", "grad_types", "dtypes")
     p = _program({"x": (_A, True), "w": (_t([[1.0, 0.0, -1.0, 2.0]] * 3) + _SQUARE[:, :1], True),
@@ -164,6 +165,12 @@ def torch_conventions(ctx: Context) -> None:
     if stored:
         found.append(f"Tensor(float64 data) holds {', '.join(sorted(stored))}: keep the dtype you are given "
                      "(torch does), or every result loses precision")
+        evidence.append(Evidence(summed, obs, summed.run_torch()))
+    grad_dtype, data_dtype = obs.dtype("grads", "x"), obs.dtype("leaf_data", "x")
+    floats = grad_dtype and data_dtype and all(d.startswith(("float", "bfloat")) for d in (grad_dtype, data_dtype))
+    if floats and grad_dtype != data_dtype:  # an integer gradient loses values: core.grad_types fails it
+        found.append(f"x.grad has dtype {grad_dtype} where x holds {data_dtype}: torch gives a gradient its "
+                     "tensor's dtype (build it with zeros_like/ones_like of the data)")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
     # A (1, 3) @ (3, 1) product is one element but not 0-d: torch's backward() accepts it as the root,
     # and @'s backward needs the root gradient in the output's own shape.
@@ -223,7 +230,8 @@ def stacked_diamonds(levels: int) -> Program:
         steps += [(f"p{i}", "add", [h, "z"]), (f"q{i}", "add", [h, "z"]), (f"h{i}", "add", [f"p{i}", f"q{i}"])]
         h = f"h{i}"
     steps.append(("y", "sum", [h]))
-    return _program({"x": (_t([1.0, -1.0]), True), "z": (_t([0.0, 0.0]), False)}, steps)
+    # z requires grad too: a leaf that needs none is the requires_grad concept's, not order's.
+    return _program({"x": (_t([1.0, -1.0]), True), "z": (_t([0.0, 0.0]), True)}, steps)
 
 
 def _mirrored(steps: list[tuple[str, str, list]]) -> list[tuple[str, str, list]]:
@@ -594,3 +602,95 @@ def number_operands(ctx: Context) -> None:
                                      ("y", "sum", ["m"])])
     ctx.expect(p)
 
+
+
+# ---- ties: every valid convention passes, the full gradient to every tied element does not ----
+
+
+def _tied_groups_maximum(a: torch.Tensor, b: torch.Tensor) -> list[list[tuple[str, int]]]:
+    return [[("a", i), ("b", i)] for i in range(a.numel()) if a.reshape(-1)[i] == b.reshape(-1)[i]]
+
+
+def _tied_groups_pool(x: torch.Tensor, k: int) -> list[list[tuple[str, int]]]:
+    n, c, h, w = x.shape
+    flat = torch.arange(x.numel()).reshape(x.shape)
+    groups = []
+    for i in range(0, h, k):
+        for j in range(0, w, k):
+            window, where = x[0, 0, i:i + k, j:j + k].reshape(-1), flat[0, 0, i:i + k, j:j + k].reshape(-1)
+            top = window == window.max()
+            if int(top.sum()) > 1:
+                groups.append([("x", int(p)) for p in where[top]])
+    return groups
+
+
+def _judge_ties(ctx: Context, program: Program, groups: list[list[tuple[str, int]]]) -> None:
+    """Outside the tied elements the gradient is torch's; a tie's elements share its gradient in any proportion
+    (all to one of them, split evenly) but together receive it exactly once."""
+    expected = program.run_torch()
+    obs = ctx.run(program)
+    if obs.error is not None:
+        raise CandidateError(describe_error(obs.error), graph=program.expression()).with_evidence(
+            Evidence(program, obs, expected))
+    tied = {(leaf, i) for group in groups for leaf, i in group}
+    problem = None
+    verdict = judge(program, obs, expected, ("values",))
+    if verdict is not None:
+        problem = verdict.message
+    for leaf in (leaf for leaf in program.leaves if leaf.requires_grad and problem is None):
+        got, want = obs.grads.get(leaf.name), expected.grads[leaf.name]
+        if not isinstance(got, torch.Tensor) or got.numel() != want.numel():
+            problem = judge(program, obs, expected, ("grads",)).message if judge(
+                program, obs, expected, ("grads",)) else f"{leaf.name}.grad is missing"
+            break
+        g, w = got.reshape(-1).to(torch.float64), want.reshape(-1)
+        for i in range(w.numel()):
+            if (leaf.name, i) not in tied and not math.isclose(float(g[i]), float(w[i]), rel_tol=1e-6, abs_tol=1e-9):
+                problem = f"{leaf.name}.grad at flat index {i} is {float(g[i]):g}, expected {float(w[i]):g}"
+                break
+    if problem is None:
+        for group in groups:
+            got = {(leaf, i): float(obs.grads[leaf].reshape(-1)[i]) for leaf, i in group}
+            total = sum(float(expected.grads[leaf].reshape(-1)[i]) for leaf, i in group)
+            shares = sum(got.values())
+            places = ", ".join(f"{leaf}[{i}]" for leaf, i in group)
+            if not math.isclose(shares, total, rel_tol=1e-6, abs_tol=1e-9) or min(got.values()) < -1e-9:
+                many = " (the full gradient to every tied element)" if math.isclose(
+                    shares, total * len(group), rel_tol=1e-6) else ""
+                problem = (f"the tied elements {places} received {', '.join(f'{v:g}' for v in got.values())}, "
+                           f"{shares:g} in all, where their gradient is {total:g}{many}: give it to one of them or "
+                           "split it, exactly once")
+                break
+    if problem is not None:
+        raise Failed(problem, graph=program.expression(),
+                     snippet=reproduce(program, ctx.path, ctx.class_name)).with_evidence(
+            Evidence(program, obs, expected))
+
+
+@check("extensions.ties.maximum", "extensions", "routing", requires=CORE_MEMBERS | {"maximum"})
+def maximum_ties(ctx: Context) -> None:
+    """maximum at a tie: the gradient goes to one side or is split, exactly once.
+
+    At a tie either operand may take the gradient, or both half of it (torch splits it); both taking all of it
+    counts it twice.
+    """
+    a, b = _t([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), _t([[1.0, 0.0, 3.0], [5.0, 5.0, 2.0]])
+    v = _t([[1.0, 1.5, 2.0], [2.5, 3.0, 3.5]])
+    p = _program({"a": (a, True), "b": (b, True), "v": (v, False)},
+                 [("z", "maximum", ["a", "b"]), ("w", "mul", ["z", "v"]), ("y", "sum", ["w"])])
+    _judge_ties(ctx, p, _tied_groups_maximum(a, b))
+
+
+@check("extensions.ties.max_pool2d", "extensions", "routing", requires=CORE_MEMBERS | {"max_pool2d"})
+def max_pool_ties(ctx: Context) -> None:
+    """max_pool2d with a tied maximum: the window's gradient goes to one of them or is split, exactly once.
+
+    Torch gives it to the first maximum; any one of them, or an even split, is as valid; every tied element
+    taking all of it is not.
+    """
+    x = _t([[[[1.0, 3.0, 2.0, 5.0], [3.0, 0.0, 4.0, 1.0], [7.0, 7.0, 0.0, -1.0], [7.0, 7.0, 6.0, 2.0]]]])
+    v = _t([[[[1.0, 1.5], [2.0, 2.5]]]])
+    p = _program({"x": (x, True), "v": (v, False)},
+                 [("z", "max_pool2d", ["x"]), ("w", "mul", ["z", "v"]), ("y", "sum", ["w"])])
+    p = Program(p.leaves, (Step("z", "max_pool2d", ("x",), (("k", 2),)), *p.steps[1:]), p.output)
+    _judge_ties(ctx, p, _tied_groups_pool(x, 2))

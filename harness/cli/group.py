@@ -224,7 +224,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
     """
     import dataclasses
 
-    from harness.grade import grade, preflight
+    from harness.grade import grade, preflight, rediagnose
     from harness.report.model import Report, combine
     from harness.sandbox import Limits
 
@@ -250,7 +250,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
                             _show(report, fmt, colour, verbose, previous, "grading the follow-ups and extensions...")
                             rest = grade(path, dataclasses.replace(options, levels=("followups", "extensions")),
                                          launcher)
-                            report = combine(report, rest)
+                            report = rediagnose(combine(report, rest), options)
                         else:
                             report = grade(path, options, box)
                     finally:

@@ -13,21 +13,38 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
+from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, explains_composed, describe, localise, operand_name
 from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult
 from harness.vocabulary import FAILING
 
-__all__ = ["diagnose"]
+__all__ = ["diagnose", "diagnose_safely"]
 
 BEST = 0.01
 """Matches within this much of a check's best fit count as equally good."""
 
 _ORDER = {b.id: i for i, b in enumerate(BUGS)}
+
+
+def diagnose_safely(results: Sequence[CheckResult], violations: Sequence[str] = (),
+                    points: Mapping[str, float] | None = None,
+                    graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
+                    ) -> tuple[list[CheckResult], tuple[dict[str, Any], ...], str]:
+    """``diagnose`` that never raises: on a fault of its own, the results unchanged, no causes and why.
+
+    A diagnosis is advice on top of the verdicts; a fault in it must not cost the report.
+    """
+    try:
+        graded, causes = diagnose(results, violations, points, graphs)
+        return graded, causes, ""
+    except Exception as exc:  # noqa: BLE001 -- any fault of the grader's own, reported in the report
+        return list(results), (), f"internal grader error in the diagnosis: {type(exc).__name__}: {exc}"
 
 
 def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
@@ -58,21 +75,61 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     def contradictions(bug_id: str) -> int:
         return sum(fails(bug_id, program, expected, replays) for program, expected in passed_graphs)
 
+    located: dict[str, list[Finding]] = {}
+
+    def locate(r: CheckResult) -> list[Finding]:
+        """The rule mutations that explain ``r`` and that no passing graph contradicts."""
+        if r.id not in located:
+            ev = r.evidence
+            try:
+                found = _tie_finding(r) or localise(ev.program, ev.observation, ev.expected)
+                located[r.id] = [f for f in found if not refuted(f)]
+            except Exception:  # noqa: BLE001 -- naming is a bonus: an unnamed group still reports the failure
+                located[r.id] = []
+        return located[r.id]
+
+    refuted = Refuter(passed_graphs)
+    # A catalogued bug whose mutant fails graphs this engine passes gives way to a wrong rule
+    # that explains the failure and that no passing graph contradicts.
+    # An error fits a bug by its kind alone (same class, place and message shape): when every bug
+    # it fits is contradicted, the error is left unexplained rather than misnamed.
+    for r in failing:
+        found = matches.get(r.id)
+        if not found or r.evidence is None or not all(contradictions(m.bug) for m in found):
+            continue
+        if (r.evidence.observation is not None and r.evidence.observation.error is not None) or locate(r):
+            matches[r.id] = []
+
     groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
     causes = [_cause(bug_id, checks, results) for bug_id, checks in groups]
-    causes += _unexplained([r for r in failing if r.id not in assigned])
+    unexplained = _unexplained([r for r in failing if r.id not in assigned], locate)
+    causes = _absorbed(causes + [c for c in unexplained if c.get("symptom")],
+                       [c for c in unexplained if not c.get("symptom")], replays)
+    levels = {r.id: r.level for r in results}
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
-    causes.sort(key=lambda c: (-c["points"], -len(c["checks"]), c["bug"] is None, _level(c)))
+        if cause["checks"]:
+            # Placed by the checks it explains: an op of the core level that fails only extension
+            # graphs (or a bug seen only by a follow-up probe) is no core failure.
+            cause["level"] = min((levels[c] for c in cause["checks"]), key=LEVELS.index)
+    # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions;
+    # inside a level, a named cause before a vague one; points only break ties. A core method
+    # that is missing comes before them all.
+    causes.sort(key=lambda c: (_tier(c), _vague(c), -c["points"], -len(c["checks"])))
+    causes = _missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
     causes = ([next((c for c in causes if c["bug"] == b), None) or {**_cause(b, [], results), "points": 0.0}
                for b in flagged] + [c for c in causes if c["bug"] not in flagged])
 
+    # Checks a cause absorbed without a match of their own are still charged to its bug.
+    absorbed = {c: cause["bug"] for cause in causes if cause["bug"] for c in cause["checks"] if not matches.get(c)}
     out = []
     for r in results:
-        if r.id in matches and matches[r.id]:
+        if r.id in absorbed:
+            r = dataclasses.replace(r, diagnosis=(absorbed[r.id],))
+        elif r.id in matches and matches[r.id]:
             first = assigned.get(r.id)
             ids = [m.bug for m in sorted(matches[r.id], key=lambda m: (m.bug != first, -m.fit, _ORDER[m.bug]))]
             r = dataclasses.replace(r, diagnosis=tuple(ids))
@@ -113,7 +170,55 @@ def _cause(bug_id: str, checks: list[str], results: Sequence[CheckResult]) -> di
     b = bug(bug_id)
     by_id = {r.id: r for r in results}
     return {"bug": b.id, "name": b.name, "concept": b.concept, "explanation": b.explanation, "hint": b.hint,
-            "checks": list(checks), "snippet": _snippet([by_id[c] for c in checks])}
+            "checks": list(checks), "snippet": _snippet([by_id[c] for c in checks]),
+            "op": None, "operand": None, "symptom": None}
+
+
+def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replays: dict) -> list[dict[str, Any]]:
+    """``unnamed`` without the groups a catalogued cause explains: its mutant fails their smallest graph too.
+
+    Such a group is the same bug showing differently (another op downstream of the wrong rule); its
+    checks join the cause instead of standing as a cause of their own.
+    """
+    def explains(cause: dict[str, Any], program: Program, expected: Outcome) -> bool:
+        if cause["bug"]:
+            return fails(cause["bug"], program, expected, replays)
+        finding = cause.get("_finding")
+        return finding is not None and finding.symptom != "wrong_rule" and contradicted(finding, program, expected)
+
+    named = _composed(named)
+    left = []
+    for group in unnamed:
+        program, expected = group.pop("_graph", (None, None))
+        if program is not None and expected is not None:
+            owner = next((c for c in named if explains(c, program, expected)), None)
+            if owner is not None:
+                owner["checks"] = [*owner["checks"], *group["checks"]]
+                continue
+        left.append(group)
+    for cause in named:
+        cause.pop("_finding", None)
+    return named + left
+
+
+def _composed(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Causes on an op the engine may build from others (``a / b`` as ``a * b ** -1``) join the cause on that
+    other op when its wrong rule, run through the composition, reproduces their graph: the composite op
+    only shows the primitive's bug."""
+    kept = []
+    for cause in causes:
+        owner = None
+        graphs = cause.get("_observed") or []
+        if cause["bug"] is None and graphs:
+            owner = next((c for c in causes if c is not cause and c.get("_finding") is not None
+                          and sum(explains_composed(c["_finding"], *g) for g in graphs) * 2 > len(graphs)), None)
+        if owner is not None:
+            owner["checks"] = [*owner["checks"], *cause["checks"]]
+        else:
+            kept.append(cause)
+    for cause in causes:
+        cause.pop("_observed", None)
+    return kept
 
 
 def _snippet(results: Sequence[CheckResult]) -> str:
@@ -128,30 +233,106 @@ def _size(program: Any) -> tuple[int, int]:
     return len(program.steps), sum(leaf.value.numel() for leaf in program.leaves)
 
 
-def _level(cause: dict[str, Any]) -> int:
-    return LEVELS.index(bug(cause["bug"]).level) if cause["bug"] else len(LEVELS)
+STRUCTURE = ("order", "accumulation", "requires_grad", "linearity")
+"""Concepts of the engine itself (its walk, its bookkeeping) rather than of one op's rule."""
+
+
+def _tier(cause: dict[str, Any]) -> int:
+    """0 core structure, 1 core ops, 2 follow-ups, 3 extensions, 4 unplaced."""
+    level = cause.get("level") or (bug(cause["bug"]).level if cause["bug"] else None)
+    if level not in LEVELS:
+        return len(LEVELS) + 1
+    if level == "core":
+        # An unnamed group takes its concept from a check, not from what is wrong: it is no structure claim.
+        named = cause["bug"] is not None or cause.get("symptom") is not None
+        return 0 if named and cause.get("concept") in STRUCTURE else 1
+    return LEVELS.index(level) + 1
+
+
+_MISSING = re.compile(r"^not attempted: (?:.*, and )?\S+ has no (\S+)$")
+
+
+def _missing_members(results: Sequence[CheckResult], points: Mapping[str, float] | None) -> list[dict[str, Any]]:
+    """One cause per core member the engine lacks: the core checks that wait for it."""
+    waiting: dict[str, list[str]] = {}
+    for r in results:
+        m = _MISSING.match(r.message) if r.outcome == "not_attempted" and r.level == "core" else None
+        if m:
+            waiting.setdefault(m.group(1), []).append(r.id)
+    causes = []
+    for member, checks in sorted(waiting.items(), key=lambda kv: -len(kv[1])):
+        n = len(checks)
+        causes.append({
+            "bug": None, "name": f"implement `{member}`: {n} core check{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} "
+                                 f"for it",
+            "concept": "missing", "explanation": (f"The class has no `{member}`, which the core level needs: every "
+                                                  f"check that uses it is not attempted, and scores nothing."),
+            "hint": f"add `{member}` (the README lists what each core method takes and returns)",
+            "checks": [], "waiting": checks, "snippet": "", "op": None, "operand": None, "symptom": "missing_member",
+            "points": 0.0, "points_waiting": round(sum((points or {}).get(c, 0.0) for c in checks), 2),
+        })
+    return causes
 
 
 # ---- failures no catalogued bug explains ---------------------------------------------------
 
 
-def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
-    """Failures with a graph but no matching bug, grouped by the op nearest what went wrong in each.
+def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult], list[Finding]]
+                 ) -> list[dict[str, Any]]:
+    """Failures with a graph but no matching bug, grouped by what is wrong in each.
 
-    The group is named after the op and the concept of its smallest failing graph; it names no bug.
+    A failure whose gradients one rule mutation reproduces is named by it: op, operand and
+    symptom (``symptoms``). The rest are grouped by the op nearest to what went wrong, and
+    the group names no bug.
     """
+    found: dict[str, list[Finding]] = {}
     groups: dict[str, list[CheckResult]] = {}
+    by_id = {r.id: r for r in results}
     for r in results:
         ev = r.evidence
         if ev is None:
             continue
+        findings = locate(r) or _lone_op(ev.program, ev.observation, ev.expected)
+        if findings:
+            found[r.id] = findings
+            continue
         op = _blamed_op(ev.program, ev.observation, ev.expected)
         if op is not None:
             groups.setdefault(op, []).append(r)
+    named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
+    # One op and operand named in several ways, one of them "wrong in no simple way": a single cause,
+    # named as most of its graphs show it (the vague name when as many show each).
+    for key in [k for k in named if k[2] == "wrong_rule"]:
+        same = [k for k in named if k[:2] == key[:2]]
+        winner = max(same, key=lambda k: (len(named[k]), k == key))
+        finding = named[winner][0][1]
+        for other in same:
+            if other != winner:
+                named[winner] += [(r, finding) for r, _ in named.pop(other)]
     causes = []
+    for members_found in named.values():
+        members = [r for r, _ in members_found]
+        finding = members_found[0][1]
+        smallest = min(members, key=lambda r: _size(r.evidence.program))
+        step = next((s for s in smallest.evidence.program.steps if s.op == finding.op), None)
+        name, hint, concept = describe(finding, step.param_dict() if step is not None else None)
+        causes.append({
+            "bug": None, "name": name, "concept": concept,
+            "explanation": (f"No catalogued bug, but one wrong rule reproduces every gradient of these failures: "
+                            f"{name.split(': ', 1)[-1]}. The smallest failing graph is "
+                            f"{smallest.evidence.program.summary()}, where {_first_line(smallest.message)}"),
+            "hint": hint, "checks": [r.id for r in members],
+            "snippet": smallest.details.get("snippet", ""),
+            "_finding": finding,
+            "_observed": [(r.evidence.program, r.evidence.observation, r.evidence.expected) for r in members],
+            "op": finding.op, "operand": operand_name(finding.op, finding.operand) if finding.operand is not None
+            else None, "symptom": finding.symptom, "level": OPS[finding.op].level if finding.op in OPS else None,
+        })
     for op, members in groups.items():
         smallest = min(members, key=lambda r: _size(r.evidence.program))
-        syntax = OPS[op].render([f"x{i}" for i in range(len(OPS[op].slots))]) if op in OPS else op
+        step = next((s for s in smallest.evidence.program.steps if s.op == op), None)
+        names = [f"x{i}" for i in range(len(OPS[op].slots))] if op in OPS else []
+        syntax = OPS[op].render(names, step.param_dict() if step is not None else None) if op in OPS else op
         causes.append({
             "bug": None,
             "name": f"{smallest.concept} failures around {syntax}",
@@ -162,8 +343,40 @@ def _unexplained(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
             "hint": smallest.details.get("hint", ""),
             "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
+            "op": op, "operand": None, "symptom": None, "level": OPS[op].level if op in OPS else None,
+            "_graph": (smallest.evidence.program, smallest.evidence.expected),
         })
     return causes
+
+
+def _lone_op(program: Any, obs: Any, expected: Any) -> list[Finding]:
+    """An op alone on its leaves (but for a final sum or a weight) whose gradient is wrong in no simple way."""
+    if obs is None or expected is None or obs.error is not None or len(program.steps) > 3:
+        return []
+    main = [s for s in program.steps if not (s.op == "sum" and s.name == program.output)
+            and not (s.op == "mul" and s is not program.steps[0])]
+    if len(main) != 1:
+        return []
+    step = main[0]
+    if any(step.name in obs.values and not agree(obs.values[step.name], expected.values[step.name])
+           for step in program.steps):
+        return []
+    for slot, arg in enumerate(step.args):
+        if isinstance(arg, str) and arg in obs.grads and expected.grads.get(arg) is not None \
+                and not agree(obs.grads.get(arg), expected.grads[arg]):
+            return [Finding(step.op, slot, "wrong_rule")]
+    return []
+
+
+def _vague(cause: dict[str, Any]) -> bool:
+    return cause["bug"] is None and cause.get("symptom") in (None, "wrong_rule")
+
+
+def _tie_finding(r: CheckResult) -> list[Finding]:
+    """The ties checks judge a convention torch's outcome alone cannot: their failure names itself."""
+    if r.id.startswith("extensions.ties.") and "the full gradient to every tied element" in r.message:
+        return [Finding(r.id.removeprefix("extensions.ties."), 0, "tied_all")]
+    return []
 
 
 def _first_line(message: str) -> str:

@@ -246,10 +246,24 @@ def _replays(program: Program, bug_id: str, replays: dict[tuple[int, str, int], 
 
 
 def _error_fit(got: dict[str, Any], mutant: dict[str, Any] | None) -> float | None:
-    """Same exception type in the same place: a match; the same message too: a perfect one."""
+    """Same exception class, same place and a message of the same shape: a match; the same message: a perfect one.
+
+    An exception type alone proves little (every shape error is a RuntimeError): a float32 seed
+    gradient that makes ``@`` raise is not a transposed matmul rule.
+    """
     if mutant is None or mutant["type"] != got.get("type") or mutant["where"] != got.get("where"):
         return None
-    return 1.0 if " ".join(str(mutant["message"]).split()) == " ".join(str(got.get("message")).split()) else 0.7
+    theirs, ours = " ".join(str(mutant["message"]).split()), " ".join(str(got.get("message")).split())
+    if theirs == ours:
+        return 1.0
+    return 0.7 if _message_shape(theirs) == _message_shape(ours) else None
+
+
+def _message_shape(message: str) -> str:
+    """A message with its numbers, shapes, dtypes and quoted names blanked: what stays is its kind."""
+    message = re.sub(r"'[^']*'|\"[^\"]*\"", "'_'", message)
+    message = re.sub(r"\b(float|int|double|long|half|bfloat)\d*\b|\b(Float|Double|Long|Int|Half)\b", "T", message)
+    return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", message)
 
 
 def _value_fit(mobs: Observation, wrong: list, right: list) -> float | None:

@@ -424,6 +424,9 @@ def _candidate(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
         out += ["<h4>For a person to review</h4>", "<ul>",
                 *(f'<li>line {e(entry.get("line", "?"))}: <code>{e(entry.get("construct", ""))}</code>: '
                   f'{e(entry.get("why", ""))}</li>' for entry in integrity["review"]), "</ul>"]
+    if report.get("diagnosis_error"):
+        out.append(f'<p class="note">No root causes: {e(report["diagnosis_error"])}. Every verdict and the score '
+                   'stand.</p>')
     if report.get("root_causes"):
         out.append("<h4>Root causes (fix the first first)</h4>")
         for cause in report["root_causes"]:

@@ -69,6 +69,8 @@ class Report:
     isolation_note: str = ""
     """Why the isolation is only basic, when it is."""
     source_sha256: str = ""
+    diagnosis_error: str = ""
+    """Why the root causes are missing when the diagnosis itself failed; the verdicts and score stand."""
     source_note: str = ""
     """How the source was read when it was not simply the file: a notebook's code cells, what was left out."""
     variant: str = "tensor"
@@ -99,6 +101,7 @@ class Report:
             "integrity": {"violations": list(self.integrity_violations),
                           "review": [dict(entry) for entry in self.integrity_review]},
             "root_causes": [dict(cause) for cause in self.root_causes],
+            "diagnosis_error": self.diagnosis_error,
             "isolation": self.isolation,
             "isolation_note": self.isolation_note,
             "source_sha256": self.source_sha256,
@@ -162,6 +165,7 @@ def combine(first: Report, rest: Report) -> Report:
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
         root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
+        diagnosis_error="; ".join(e for e in (first.diagnosis_error, rest.diagnosis_error) if e),
         source_note=first.source_note, agreements=first.agreements, variant=first.variant,
     )
 

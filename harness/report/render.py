@@ -113,14 +113,21 @@ def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
 
 def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list[str]:
     """The root causes, the one to fix first first: what is wrong, where to look, one graph that shows it."""
+    if report.diagnosis_error:
+        return ["", style("Fix first", bold=True),
+                style(f"  no root causes: {printable(report.diagnosis_error)}", fg="yellow"),
+                "  Every verdict and the score below stand; only the advice on what to fix is missing."]
     if not report.root_causes:
         return []
     lines = ["", style("Fix first", bold=True)]
     for i, cause in enumerate(report.root_causes, 1):
         checks = list(cause.get("checks", []))
-        count = f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks else "an integrity finding"
+        waiting = list(cause.get("waiting", []))
+        count = (f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks
+                 else f"{len(waiting)} check{'s' if len(waiting) != 1 else ''} not attempted" if waiting
+                 else "an integrity finding")
         lost = f", {cause['points']:.1f} points" if cause.get("points") else ""
-        lines.append(style(f"  {i}. {one_line(str(cause['name']))}", bold=True) + f"  ({count}{lost})")
+        lines.append(style(f"  {i}. {one_line(_cause_name(cause))}", bold=True) + f"  ({count}{lost})")
         if i > CAUSES_IN_FULL and not verbose:
             continue
         lines += [f"     {part}" for part in _wrap(printable(str(cause.get("explanation", ""))))]
@@ -133,6 +140,10 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
             shown = ", ".join(checks[:4]) + (f" and {len(checks) - 4} more" if len(checks) > 4 else "")
             lines.append(style(f"     explains: {shown}", fg="bright_black"))
     return lines
+
+
+def _cause_name(cause: dict[str, Any]) -> str:
+    return str(cause.get("name") or cause.get("bug") or "unnamed cause")
 
 
 def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[str, tuple[int, dict[str, Any]]],
@@ -166,7 +177,7 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
             if c.id in causes:
                 number, cause = causes[c.id]
                 lines.append(style(f"         {_first(c.message)}", fg="bright_black"))
-                lines.append(style(f"         likely caused by: {one_line(str(cause['name']))} (Fix first {number})",
+                lines.append(style(f"         likely caused by: {one_line(_cause_name(cause))} (Fix first {number})",
                                    fg="magenta"))
             elif full:
                 expanded += 1
@@ -183,7 +194,7 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
                      + style(f": {gist}", fg="bright_black"))
         lines += [style(f"       {part}", fg="bright_black") for part in _ids([c.id for c in members], verbose)]
     for number, ids in sorted(explained.items()):
-        name = one_line(str(report.root_causes[number - 1]["name"]))
+        name = one_line(_cause_name(report.root_causes[number - 1]))
         lines.append(style(f"  FAIL {len(ids)} {'check' if len(ids) == 1 else 'checks'}", fg="red")
                      + style(f" likely caused by: {name} (Fix first {number})", fg="magenta"))
         lines += [style(f"       {part}", fg="bright_black") for part in _ids(ids, verbose)]
@@ -236,6 +247,8 @@ def _last_line(report: Report, style: Callable[..., str]) -> str:
         why = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
         if interview.get("gates_failed"):
             why.append("gates failed: " + ", ".join(interview["gates_failed"]))
+        if interview.get("gates_not_attempted"):
+            why.append("gates not attempted: " + ", ".join(interview["gates_not_attempted"]))
         if interview.get("needs_review"):
             why.append("needs a person's review")
         line += f"  interview bar: {verdict} ({'; '.join(why)})"
@@ -297,11 +310,14 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
             where = f"line {entry['line']}" if entry.get("line") else "at run time"
             lines.append(f"- **{where}**: {markdown_inline(str(entry['construct']))}: "
                          f"{markdown_inline(str(entry['why']))}")
+    if report.diagnosis_error:
+        lines += ["", "### Root causes", "", f"None: {markdown_inline(report.diagnosis_error)}. Every verdict and "
+                  "the score stand.", ""]
     if report.root_causes:
         lines += ["", "### Root causes (fix the first first)", ""]
         for i, cause in enumerate(report.root_causes, 1):
             checks = cause.get("checks", [])
-            lines += [f"{i}. **{markdown_inline(str(cause['name']))}** "
+            lines += [f"{i}. **{markdown_inline(_cause_name(cause))}** "
                       f"({len(checks)} failing check{'s' if len(checks) != 1 else ''}"
                       + (f", {cause['points']:.1f} points" if cause.get("points") else "") + ")", ""]
             if cause.get("explanation"):
@@ -347,6 +363,8 @@ def _markdown_summary(report: Report) -> list[str]:
         facts = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
         if interview.get("gates_failed"):
             facts.append("gates failed: " + ", ".join(f"`{g}`" for g in interview["gates_failed"]))
+        if interview.get("gates_not_attempted"):
+            facts.append("gates not attempted: " + ", ".join(f"`{g}`" for g in interview["gates_not_attempted"]))
         if interview.get("needs_review"):
             facts.append("needs review (see below)")
         lines += [f"Interview bar: **{verdict}** ({'; '.join(facts)})", ""]

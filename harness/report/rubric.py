@@ -12,7 +12,7 @@ import yaml
 
 from harness.agreements import Agreements, agreements_from_mapping
 from harness.errors import HarnessError
-from harness.vocabulary import LEVELS
+from harness.vocabulary import FAILING, LEVELS
 
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
 
@@ -60,11 +60,15 @@ class Rubric:
         if core is None:
             return {}
         bar = self.interview_bar * core["max_score"]
-        gates_failed = [c.id for c in checks if c.level == "core" and c.outcome != "passed" and c.id not in excused
-                        and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
-        passed = graded and core["score"] >= bar - 1e-9 and not gates_failed and not needs_review
+        gates = [c for c in checks if c.level == "core" and c.outcome != "passed" and c.id not in excused
+                 and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
+        # A gate that never ran (a missing method) did not fail: it waits, and the bar waits with it.
+        gates_failed = [c.id for c in gates if c.outcome in FAILING]
+        gates_waiting = [c.id for c in gates if c.id not in gates_failed]
+        passed = (graded and core["score"] >= bar - 1e-9 and not gates_failed and not gates_waiting
+                  and not needs_review)
         return {"passed": passed, "bar": round(bar, 2), "core_score": round(core["score"], 2),
-                "needs_review": needs_review, "gates_failed": gates_failed}
+                "needs_review": needs_review, "gates_failed": gates_failed, "gates_not_attempted": gates_waiting}
 
 
 def load_rubric(path: Path | None = None) -> Rubric:

@@ -73,6 +73,12 @@ def test_a_gradient_of_another_dtype_than_its_tensor_is_judged_by_the_dtypes_par
     assert judge(PROGRAM, single, EXPECTED, ("error", "grad_types", "dtypes")) is None
 
 
+def test_a_float_gradient_of_another_float_dtype_loses_no_values_and_passes_the_dtypes_part():
+    # float32 gradients on float64 data: a convention (core.conventions notes it once), not a lost value.
+    obs = _observe(grads={k: v.float() for k, v in EXPECTED.grads.items() if v is not None}, dtype="float32")
+    assert judge(PROGRAM, obs, EXPECTED, ("error", "grad_types", "dtypes")) is None
+
+
 def test_a_subclass_is_refused_for_data_as_for_grad():
     obs = _observe(subclass="Sneaky")
     assert judge(PROGRAM, obs, EXPECTED, ("error", "values")).message == \

@@ -42,7 +42,7 @@ KNOWN_BUGS = [
     ("followups.properties", SOLUTIONS / "unreduced_broadcast.py", "a row broadcast over the leading axis"),
     ("followups.properties", CORPUS / "bias_total_sum.py", "a row broadcast over the leading axis"),
     ("followups.properties", "size_one_axis_kept", "a column broadcast over a size-1 axis"),
-    ("extensions.op.exp", "exp_ignores_upstream", "exp: its result used twice"),
+    ("extensions.op.exp", "exp_ignores_upstream", "exp: its result weighted"),
     ("extensions.op.div", "div_divisor_sign", "div: the op on leaves"),
     ("extensions.op.log", "log_reciprocal_squared", "log: the op on leaves"),
     ("extensions.properties", "exp_ignores_upstream", "exp: its result used twice"),

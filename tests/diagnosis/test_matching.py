@@ -153,7 +153,7 @@ def _failed(check_id: str, p: Program, obs: Observation, level: str = "core", co
                        "hint": f"hint of {check_id}"}, evidence=Evidence(p, obs, p.run_torch()))
 
 
-def test_failures_are_grouped_by_bug_and_ordered_by_the_points_they_cost():
+def test_failures_are_grouped_by_bug_the_engines_structure_first_then_by_points():
     relu = program({"x": (t([0.0, -1.0, 2.0]), True)}, [("r", "relu", ["x"]), ("y", "sum", ["r"])])
     square = program({"x": (t([1.0, 2.0]), True)}, [("h", "mul", ["x", "x"]), ("y", "sum", ["h"])])
     overwrite, at_zero = load_mutant("overwrite"), load_mutant("relu_grad_at_zero")
@@ -167,11 +167,14 @@ def test_failures_are_grouped_by_bug_and_ordered_by_the_points_they_cost():
         CheckResult("e", "core", "order", "e", "passed"),
     ]
     graded, causes = diagnose(results, points={"a": 1.0, "b": 1.0, "c": 5.0, "d": 0.5})
+    # Accumulation is the engine's structure: it comes before an op's rule whatever the points.
     assert [(c["bug"], c["checks"], c["points"]) for c in causes] == [
-        ("relu_grad_at_zero", ["c"], 5.0), ("overwrite", ["a", "b"], 2.0), (None, ["d"], 0.5)]
-    assert causes[0]["snippet"] == "# c" and causes[0]["hint"] == BUGS[[b.id for b in BUGS].index(
+        ("overwrite", ["a", "b"], 2.0), ("relu_grad_at_zero", ["c"], 5.0), (None, ["d"], 0.5)]
+    assert causes[1]["snippet"] == "# c" and causes[1]["hint"] == BUGS[[b.id for b in BUGS].index(
         "relu_grad_at_zero")].hint
-    assert causes[2]["name"] == "ops failures around x0 * x1" and causes[2]["hint"] == "hint of d"
+    # Garbage gradients of x * x: the op and operand are named, the relation is not.
+    assert causes[2]["name"] == "`a * b`: the gradient of `a` is wrong, in no simple relation to the right one"
+    assert (causes[2]["op"], causes[2]["operand"], causes[2]["symptom"]) == ("mul", "a", "wrong_rule")
     diagnosis = {r.id: r.diagnosis for r in graded}
     assert diagnosis["a"][0] == "overwrite" and diagnosis["c"][0] == "relu_grad_at_zero"
     assert diagnosis["d"] == () and diagnosis["e"] == ()

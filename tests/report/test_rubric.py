@@ -33,7 +33,15 @@ def test_a_failed_gate_fails_the_interview_whatever_the_points():
                                                                   _result("core.properties")]
     verdict = rubric.interview({"score": 59.0, "max_score": 60.0}, checks, graded=True, needs_review=False)
     assert verdict == {"passed": False, "bar": 48.0, "core_score": 59.0, "needs_review": False,
-                       "gates_failed": ["core.order"]}
+                       "gates_failed": ["core.order"], "gates_not_attempted": []}
+
+
+def test_a_gate_that_never_ran_is_not_attempted_not_failed():
+    rubric = load_rubric()
+    checks = [_result(g) for g in GATES if g != "core.order"] + [_result("core.order", "not_attempted")]
+    verdict = rubric.interview({"score": 59.0, "max_score": 60.0}, checks, graded=True, needs_review=False)
+    assert verdict["gates_failed"] == [] and verdict["gates_not_attempted"] == ["core.order"]
+    assert verdict["passed"] is False
 
 
 def test_every_failed_gate_is_named_and_a_non_gate_failure_is_not():

@@ -1,0 +1,677 @@
+"""Naming a wrong gradient no catalogued bug explains: which op, which operand, and how it is wrong.
+
+A failing graph whose forward values are right but whose gradients are not is
+explained here by a *rule mutation*: the gradient one op hands one of its operands,
+changed in one of the ways candidates get it wrong (the sign flipped, scaled by a
+constant, transposed, the upstream gradient dropped, the derivative taken at the
+input instead of the output or the reverse, a broadcast not reduced or reduced over
+the wrong axis, only the last contribution kept). The graph is run backward here,
+in torch, one op at a time, with each candidate mutation in turn; the first that
+reproduces every gradient the candidate returned names the op, the operand and the
+symptom. A constant factor is measured, not guessed: the gradients are affine in it.
+
+Everything runs in the grader's own process on torch tensors and the values the
+worker returned; no candidate code runs here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Final, Sequence
+
+import torch
+
+from harness.ops import OPS, TENSOR
+from harness.program import Outcome, Program, Step
+
+__all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
+
+CONTRADICTING: Final = 25
+"""Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
+
+ENGINE: Final = "*"
+"""The op of a finding about the engine itself rather than one op's rule."""
+
+MAX_STEPS: Final = 12
+"""Larger graphs (the timing probes, unshrunk searches) are not localised: the cost of trying every mutation
+grows with the ops of the graph, and a shrunk failing graph is smaller than this."""
+
+RTOL: Final = 1e-4
+ATOL: Final = 1e-6
+"""Close enough to be the same gradient: a float32 engine still agrees, a different rule does not."""
+
+
+@dataclass(frozen=True)
+class Symptom:
+    id: str
+    says: str
+    """What is wrong, with ``{b}`` for the operand's name and ``{detail}`` for a measured quantity."""
+    hint: str
+    concept: str | None = None
+    """The concept it belongs to; None: the op's own."""
+
+
+SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
+    Symptom("wrong_value", "computes the wrong value in the forward pass",
+            "check the forward formula of this op against its definition: every gradient after it is judged on "
+            "this value"),
+    Symptom("raises", "raises {detail} in the forward pass on operands it must accept",
+            "run the reproduction below: the op fails before any gradient is computed"),
+    Symptom("requires_grad_flag", "a result's requires_grad is not True exactly when one of its inputs requires grad",
+            "set requires_grad on every result from its inputs (any of them requiring grad), and record the graph "
+            "only then", concept="requires_grad"),
+    Symptom("grad_not_none", "a leaf that does not require grad receives a gradient",
+            "skip inputs that do not require grad in backward: their .grad stays None", concept="requires_grad"),
+    Symptom("first_path", "a value used twice passes on only the first gradient that reaches it",
+            "walk the graph in reverse topological order, so a node passes its gradient on once, after every "
+            "consumer has added to it", concept="order"),
+    Symptom("sign", "the gradient of {b} has the wrong sign: got -g where +g is right",
+            "a flipped sign in this op's backward rule: check which operand carries the minus"),
+    Symptom("missing", "{b} gets no gradient from this op",
+            "this op's backward rule never adds a gradient to {b}: return (or accumulate) one for every input that "
+            "requires grad"),
+    Symptom("doubled", "the gradient of {b} is counted twice (2x the right one)",
+            "this op's backward adds {b}'s gradient twice, or its rule runs twice: accumulate each contribution "
+            "exactly once"),
+    Symptom("scaled", "the gradient of {b} is off by a constant factor of {detail}",
+            "a constant in this op's backward rule is wrong (a missing or extra 1/n, 2, p ...)"),
+    Symptom("per_element", "the gradient of {b} is off by a factor of {detail}",
+            "an average divides by the number of elements it averages: its gradient does too"),
+    Symptom("missing_factor", "the gradient of {b} misses the factor {detail} of the derivative",
+            "write the derivative out as a product and check that the rule multiplies by every factor"),
+    Symptom("transposed", "the gradient of {b} is transposed",
+            "the shapes of a gradient and its input agree, but the rule hands back the transpose: write the rule "
+            "out with index names to see which side the transpose belongs on"),
+    Symptom("upstream", "the gradient of {b} ignores the upstream gradient (it is the local derivative alone)",
+            "multiply the local derivative by the gradient that flows in from the output (the chain rule)"),
+    Symptom("at_input", "the derivative for {b} is evaluated at the input where it must be at the output",
+            "this rule is written in terms of the output (like tanh' = 1 - y**2): use the op's result, not its "
+            "input"),
+    Symptom("at_output", "the derivative for {b} is evaluated at the output where it must be at the input",
+            "this rule is written in terms of the input (like log' = 1/x): use the op's input, not its result"),
+    Symptom("unreduced", "the gradient of {b} is not summed back to {b}'s shape after broadcasting",
+            "a broadcast operand's gradient must be summed over every axis broadcasting stretched",
+            concept="broadcasting"),
+    Symptom("wrong_axis", "the gradient of {b} is summed over the wrong axis ({detail}) after broadcasting",
+            "sum over the axes broadcasting stretched (the leading extra ones, and those where {b} has size 1), "
+            "and keep the rest", concept="broadcasting"),
+    Symptom("wrong_shape", "the gradient of {b} has the shape of the op's result, not {b}'s own",
+            "a gradient has the shape of the tensor it belongs to: expand (sum), reshape back (reshape), or sum "
+            "over the axes the op stretched", concept="shapes"),
+    Symptom("exponent", "the gradient of {b} uses the wrong power of {b}: {detail}",
+            "d(x ** p)/dx = p * x ** (p - 1): check the exponent in the rule"),
+    Symptom("tied_all", "at a tie, every tied element of {b} receives the full gradient",
+            "a tie's gradient goes to one of the tied elements (torch: the first) or is split evenly; never the "
+            "whole of it to each", concept="routing"),
+    Symptom("wrong_rule", "the gradient of {b} is wrong, in no simple relation to the right one",
+            "work this op's derivative out again for {b} and compare it with the rule in your backward"),
+    Symptom("overwritten", "the gradient this op sends to {b} replaces what {b} already had instead of adding to it",
+            "accumulate (+=) into an input's gradient: a value used twice gets both contributions",
+            concept="accumulation"),
+    Symptom("dtype", "the gradient of {b} has dtype {detail}, not its tensor's",
+            "build gradients with the dtype of the data (torch.zeros_like(x), ones_like ...)", concept="grad_types"),
+]}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Which op's rule is wrong, for which operand (its slot; None for the op as a whole), and how."""
+
+    op: str
+    operand: int | None
+    symptom: str
+    detail: str = ""
+    param: Any = field(default=None, compare=False)
+    """The measured factor or the axis: what replays the finding on another graph."""
+
+    @property
+    def key(self) -> tuple[str, int | None, str, str]:
+        return self.op, self.operand, self.symptom, self.detail
+
+
+def operand_name(op: str, operand: int | None) -> str:
+    return "abcd"[operand] if operand is not None else "its result"
+
+
+def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[str, str, str]:
+    """(name, hint, concept) of a finding: ``a - b``: the gradient of ``b`` has the wrong sign."""
+    spec = OPS.get(finding.op)
+    symptom = SYMPTOMS[finding.symptom]
+    if finding.op == ENGINE:
+        return symptom.says[0].upper() + symptom.says[1:], symptom.hint, symptom.concept or "ops"
+    names = [operand_name(finding.op, i) for i in range(len(spec.slots))] if spec else []
+    syntax = spec.render(names, params) if spec else finding.op
+    operand = operand_name(finding.op, finding.operand)
+    said = symptom.says.format(b=f"`{operand}`", detail=finding.detail)
+    hint = symptom.hint.format(b=f"`{operand}`", detail=finding.detail)
+    concept = symptom.concept or (spec.concept if spec else "ops")
+    return f"`{syntax}`: {said}", hint, concept
+
+
+def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
+    """Whether an engine with this wrong rule would get ``program`` wrong (so one that passes it lacks the rule)."""
+    if finding.symptom == "first_path" and len(program.steps) <= MAX_STEPS:
+        try:
+            grads = _first_path(program, _forward(program))
+        except (RuntimeError, ValueError, IndexError, TypeError):
+            return False
+        return any(not _close(grads.get(n), expected.grads[n]) for n in _targets(program, expected))
+    if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > MAX_STEPS:
+        return False
+    kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
+    if kind == "dtype":
+        return False
+    param = finding.param
+    if kind == "per_element":
+        step = next(s for s in program.steps if s.op == finding.op)
+        if not isinstance(step.args[finding.operand], str):
+            return False
+        values = _forward(program)
+        name, power = finding.param
+        kind, param = "factor", _SIZES[name](values[step.args[finding.operand]], values[step.name]) ** power
+    grads = _backward(program, expected, (finding.op, finding.operand, kind, param))
+    if grads is None:
+        return False
+    targets = _targets(program, expected)
+    return any(not _close(grads.get(n), expected.grads[n]) for n in targets)
+
+
+class Refuter:
+    """Whether a finding is contradicted by a passing graph (its wrong rule would fail it); cached per finding."""
+
+    def __init__(self, passed: Sequence[tuple[Program, Outcome]]) -> None:
+        self.passed = passed
+        self.cache: dict[tuple, bool] = {}
+
+    def __call__(self, finding: Finding) -> bool:
+        if finding.key not in self.cache:
+            relevant = [(p, e) for p, e in self.passed if finding.op in p.ops_used()][:CONTRADICTING]
+            self.cache[finding.key] = any(contradicted(finding, p, e) for p, e in relevant)
+        return self.cache[finding.key]
+
+
+_COMPOSITIONS: Final[dict[str, Callable[[Any], list[Step]]]] = {
+    # a / b as a * b ** -1; a - b as a + (-b): how engines commonly build these from their primitives
+    "div": lambda s: [Step(f"{s.name}__r", "pow", (s.args[1],), (("p", -1),)),
+                      Step(s.name, "mul", (s.args[0], f"{s.name}__r"))],
+    "sub": lambda s: [Step(f"{s.name}__n", "neg", (s.args[1],)), Step(s.name, "add", (s.args[0], f"{s.name}__n"))],
+}
+
+
+def explains_composed(finding: Finding, program: Program, got: Any, expected: Outcome) -> bool:
+    """Whether ``finding``'s wrong rule reproduces ``got`` once the composite ops of ``program`` are written
+    with the primitive the finding is about."""
+    if finding.operand is None or got is None or got.error is not None or len(program.steps) > MAX_STEPS:
+        return False
+    steps: list[Step] = []
+    for step in program.steps:
+        compose = _COMPOSITIONS.get(step.op)
+        usable = compose is not None and isinstance(step.args[1], str)
+        steps += compose(step) if usable else [step]
+    if len(steps) == len(program.steps) or finding.op not in {s.op for s in steps}:
+        return False
+    rewritten = Program(program.leaves, tuple(steps), program.output, program.upstream, program.passes)
+    kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
+    if kind in ("per_element", "dtype", "first_path"):
+        return False
+    grads = _backward(rewritten, None, (finding.op, finding.operand, kind, finding.param))
+    return grads is not None and _matches(grads, got, _targets(program, expected))
+
+
+def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[str]]]:
+    """Greedy cover: the finding that explains the most checks takes them, then the next (ties: simplest)."""
+    left = {check: list(findings) for check, findings in found.items() if findings}
+    out: dict[tuple, tuple[Finding, list[str]]] = {}
+    while left:
+        counts: dict[tuple, list[str]] = {}
+        first: dict[tuple, tuple[int, Finding]] = {}
+        for check, findings in left.items():
+            for rank, f in enumerate(findings):
+                counts.setdefault(f.key, []).append(check)
+                first[f.key] = min(first.get(f.key, (rank, f)), (rank, f), key=lambda x: x[0])
+        key = max(counts, key=lambda k: (len(counts[k]), -first[k][0]))
+        out[key] = (first[key][1], counts[key])
+        for check in counts[key]:
+            del left[check]
+    return out
+
+
+# ---- the graph run backward in torch, one op at a time ------------------------------------------------
+
+
+Mutation = tuple[str, int, str, Any]
+"""(op, operand slot, symptom, parameter: a factor or an axis)."""
+
+
+def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
+    """Every rule mutation that reproduces the candidate's outcome on ``program``, simplest first.
+
+    ``got`` is the candidate's observation (values, grads, error, dtypes). Several findings can explain one graph equally (the sign of
+    either of two chained ops); the diagnosis keeps the one that explains the most failures.
+    """
+    if got is None or expected is None or len(program.steps) > MAX_STEPS:
+        return []
+    if got.error is not None:
+        return [f for f in [_raised_in_forward(program, got)] if f is not None]
+    if not all(got.leaf_data_unchanged.values()):
+        return []  # an input written in place: every later value is off, and no op's rule is to blame
+    for step in program.steps:
+        if step.name in got.values and not _close(got.values[step.name], expected.values[step.name]):
+            if _right_on_its_operands(step, got, expected):
+                return []  # the op computed its result right from operands something else changed
+            return [Finding(step.op, None, "wrong_value")]
+    targets = _targets(program, expected)
+    if all(_close(_as(got.grads.get(n), expected.grads[n]), expected.grads[n]) for n in targets):
+        # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
+        for step in program.steps:
+            flag = got.requires_grad.get(step.name)
+            if flag is not None and flag != expected.requires_grad.get(step.name):
+                return [Finding(ENGINE, None, "requires_grad_flag")]
+        for leaf in program.leaves:
+            if not leaf.raw and not leaf.requires_grad and isinstance(got.grads.get(leaf.name), torch.Tensor):
+                return [Finding(ENGINE, None, "grad_not_none")]
+        return [f for f in [_dtype(program, got, targets)] if f is not None]
+    found: list[Finding] = []
+    for mutation in _mutations(program):
+        op, slot, symptom, _ = mutation
+        if symptom == "scaled":
+            finding = _scaled(program, got, targets, op, slot)
+        else:
+            grads = _backward(program, expected, mutation)
+            finding = None
+            if grads is not None and _matches(grads, got, targets):
+                finding = Finding(op, slot, symptom, _detail(mutation), mutation[3])
+        if finding is not None and finding not in found:
+            found.append(finding)
+    if not found:
+        try:
+            first = _first_path(program, _forward(program))
+        except (RuntimeError, ValueError, IndexError, TypeError):
+            first = None
+        if first is not None and _matches(first, got, targets):
+            found.append(Finding(ENGINE, None, "first_path"))
+    return found
+
+
+def _first_path(program: Program, values: dict[str, Any]) -> dict[str, Any]:
+    """Leaf gradients of an engine that recurses into each input as soon as it has a gradient and passes a
+    node on only once: the first path to reach a shared value is the only one that goes further."""
+    steps = {s.name: s for s in program.steps}
+    tracked = {leaf.name for leaf in program.leaves if leaf.requires_grad and not leaf.raw}
+    for step in program.steps:
+        if any(isinstance(a, str) and a in tracked for a in step.args):
+            tracked.add(step.name)
+    out = values[program.output]
+    upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
+    leaves: dict[str, torch.Tensor] = {}
+    done: set[str] = set()
+
+    def visit(name: str, g: torch.Tensor) -> None:
+        if name not in steps:
+            leaves[name] = g if name not in leaves else leaves[name] + g
+            return
+        if name in done:
+            return
+        done.add(name)
+        step = steps[name]
+        slots = [i for i, a in enumerate(step.args) if isinstance(a, str) and a in tracked]
+        local = _vjp(step.spec, step.param_dict(), [values[a] if isinstance(a, str) else a for a in step.args], g,
+                     slots)
+        for i in slots:
+            if local[i] is not None:
+                visit(step.args[i], local[i])
+
+    visit(program.output, upstream)
+    return {leaf.name: leaves.get(leaf.name) for leaf in program.leaves}
+
+
+def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:
+    operands = []
+    for arg in step.args:
+        if not isinstance(arg, str):
+            operands.append(arg)
+        elif arg in got.values:
+            if not isinstance(got.values[arg], torch.Tensor):
+                return False
+            operands.append(got.values[arg])
+        elif arg in expected.values:
+            operands.append(expected.values[arg])
+        else:
+            return False  # a leaf: its value is the program's own
+    try:
+        value = step.spec.apply_torch(operands, step.param_dict())
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        return False
+    return _close(got.values[step.name], value)
+
+
+def _raised_in_forward(program: Program, got: Any) -> Finding | None:
+    where = str(got.error.get("where", ""))
+    if where.startswith("forward: "):
+        name = where.removeprefix("forward: ")
+        step = next((s for s in program.steps if s.name == name), None)
+        return None if step is None else Finding(step.op, None, "raises", str(got.error.get("type", "")))
+    return None
+
+
+def _targets(program: Program, expected: Outcome) -> list[str]:
+    return [leaf.name for leaf in program.leaves
+            if not leaf.raw and leaf.requires_grad and expected.grads.get(leaf.name) is not None]
+
+
+def _dtype(program: Program, got: Any, targets: list[str]) -> Finding | None:
+    """Right values in the wrong dtype: charged to the op nearest the leaf."""
+    for name in targets:
+        grad_dtype, data_dtype = got.dtype("grads", name), got.dtype("leaf_data", name)
+        # Only a gradient that loses values fails a check (another float dtype is a convention).
+        if grad_dtype and data_dtype and grad_dtype != data_dtype and not grad_dtype.startswith(("float", "bfloat")):
+            step = next((s for s in program.steps if name in s.args), None)
+            if step is not None:
+                return Finding(step.op, step.args.index(name), "dtype", grad_dtype)
+    return None
+
+
+def _mutations(program: Program) -> list[Mutation]:
+    """Every mutation that could change this program's gradients, the simplest explanations first."""
+    ops: list[tuple[str, int]] = []
+    for step in program.steps:
+        for slot, arg in enumerate(step.args):
+            if isinstance(arg, str) and OPS[step.op].slots[slot] == TENSOR and (step.op, slot) not in ops:
+                ops.append((step.op, slot))
+    plain = ["sign", "missing", "upstream", "transposed", "at_input", "at_output", "unreduced", "overwritten",
+             "wrong_shape"]
+    out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
+    out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
+    out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
+    out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
+    out += [(op, slot, "scaled", None) for op, slot in ops]
+    return out
+
+
+def _detail(mutation: Mutation) -> str:
+    if mutation[2] == "missing_factor":
+        return mutation[3]
+    if mutation[2] == "wrong_axis":
+        return f"axis {mutation[3]}"
+    if mutation[2] == "exponent":
+        return f"x ** {'p' if mutation[3] == 1 else '(p - 2)'} where x ** (p - 1) is right"
+    return ""
+
+
+def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) -> Finding | None:
+    """The factor c that makes the candidate's gradients, when one exists: they are affine in c."""
+    g0 = _backward(program, None, (op, slot, "factor", 0.0))
+    g1 = _backward(program, None, (op, slot, "factor", 1.0))
+    if g0 is None or g1 is None:
+        return None
+    base, slope, seen = [], [], []
+    for name in targets:
+        have = got.grads.get(name)
+        if not isinstance(have, torch.Tensor) or g0[name] is None or g1[name] is None:
+            return None
+        if tuple(have.shape) != tuple(g1[name].shape):
+            return None
+        base.append(g0[name].reshape(-1))
+        slope.append((g1[name] - g0[name]).reshape(-1))
+        seen.append(have.to(torch.float64).reshape(-1))
+    b, s, y = torch.cat(base), torch.cat(slope), torch.cat(seen)
+    if not torch.isfinite(y).all() or s.numel() == 0 or float(s.abs().max()) == 0.0:
+        return None
+    c = float(((y - b) * s).sum() / (s * s).sum())
+    if abs(c - 1.0) < 1e-6:
+        return None
+    grads = _backward(program, None, (op, slot, "factor", c))
+    if grads is None or not _matches(grads, got, targets):
+        return None
+    per = _per_element(program, op, slot, c)
+    if per is not None:
+        return per
+    if abs(c + 1.0) < 1e-3:
+        return Finding(op, slot, "sign")
+    if abs(c) < 1e-6:
+        return Finding(op, slot, "missing")
+    if abs(c - 2.0) < 1e-3:
+        return Finding(op, slot, "doubled", param=2.0)
+    return Finding(op, slot, "scaled", _factor(c), c)
+
+
+_SIZES: Final[dict[str, Callable[[torch.Tensor, torch.Tensor], float]]] = {
+    "n": lambda x, y: float(x.numel()),
+    "the batch size": lambda x, y: float(x.shape[0]) if x.dim() else 1.0,
+    "the window size": lambda x, y: float(x.numel() / max(1, y.numel())),
+}
+"""Sizes a reduction's gradient divides by: a factor equal to one of them (or its inverse) is a missed division."""
+
+
+def _per_element(program: Program, op: str, slot: int, c: float) -> Finding | None:
+    """A factor equal to the size the op averages over (or its inverse), on the first step of ``op``."""
+    step = next(s for s in program.steps if s.op == op)
+    values = _forward(program)
+    x, y = values[step.args[slot]], values[step.name]
+    for name, size in _SIZES.items():
+        n = size(x, y)
+        if n > 1:
+            for power in (1, -1):
+                if abs(c - n ** power) < 1e-6 * max(1.0, n):
+                    return Finding(op, slot, "per_element", name if power == 1 else f"1/{name}", (name, power))
+    return None
+
+
+def _factor(c: float) -> str:
+    for q in range(1, 65):
+        p = round(c * q)
+        if p and abs(c - p / q) < 1e-4 * max(1.0, abs(c)):
+            return f"{p}/{q}" if q > 1 else f"{p}"
+    return f"{c:.4g}"
+
+
+def _backward(program: Program, expected: Outcome | None, mutation: Mutation | None) -> dict[str, Any] | None:
+    """Every leaf's gradient when the program's ops follow torch's rules, but for ``mutation``; None when the
+    mutated rule cannot run on this graph (shapes that do not fit)."""
+    try:
+        with torch.no_grad():
+            values = _forward(program)
+        return _walk(program, values, mutation)
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        return None
+
+
+def _forward(program: Program) -> dict[str, Any]:
+    cache = program.__dict__.get("_symptom_values")
+    if cache is None:
+        values: dict[str, Any] = {}
+        for leaf in program.leaves:
+            values[leaf.name] = leaf.value if leaf.raw else leaf.value.detach().to(torch.float64)
+        for step in program.steps:
+            operands = [values[a] if isinstance(a, str) else a for a in step.args]
+            values[step.name] = step.spec.apply_torch(operands, step.param_dict())
+        cache = values
+        object.__setattr__(program, "_symptom_values", cache)  # a cache beside the fields
+    return cache
+
+
+def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -> dict[str, Any]:
+    tracked = {leaf.name for leaf in program.leaves if leaf.requires_grad and not leaf.raw}
+    for step in program.steps:
+        if any(isinstance(a, str) and a in tracked for a in step.args):
+            tracked.add(step.name)
+    out = values[program.output]
+    upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
+    grads: dict[str, torch.Tensor] = {program.output: upstream}
+    for step in reversed(program.steps):
+        g = grads.get(step.name)
+        if g is None:
+            continue
+        slots = [i for i, a in enumerate(step.args) if isinstance(a, str) and a in tracked]
+        if not slots:
+            continue
+        local = _local(step, values, g, slots, mutation)
+        for i in slots:
+            d = local[i]
+            if d is None:
+                continue
+            name = step.args[i]
+            overwrite = mutation is not None and mutation[2] == "overwritten" and mutation[:2] == (step.op, i)
+            grads[name] = d if overwrite or name not in grads else grads[name] + d
+    passes = program.passes
+    return {leaf.name: (grads[leaf.name] * passes if leaf.name in grads else None) for leaf in program.leaves}
+
+
+def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
+           mutation: Mutation | None) -> dict[int, torch.Tensor | None]:
+    """The gradient ``step`` hands each operand in ``slots``, mutated where ``mutation`` says."""
+    spec, params = step.spec, step.param_dict()
+    operands = [values[a] if isinstance(a, str) else a for a in step.args]
+    mutated = mutation is not None and mutation[0] == step.op and mutation[1] in slots
+    kind = mutation[2] if mutated else None
+    slot = mutation[1] if mutated else None
+    out = _vjp(spec, params, operands, g, slots)
+    if kind is None or kind == "overwritten":
+        return out
+    d, x = out[slot], operands[slot]
+    if kind == "factor":
+        out[slot] = d * mutation[3]
+    elif kind == "sign":
+        out[slot] = -d
+    elif kind == "missing":
+        out[slot] = None
+    elif kind == "transposed":
+        if d.dim() != 2 or d.shape[0] == d.shape[1] and torch.equal(d, d.T):
+            raise ValueError("no transpose to take")
+        out[slot] = d.T
+    elif kind == "upstream":
+        if torch.equal(g, torch.ones_like(g)):
+            raise ValueError("the upstream gradient is all ones here")
+        out[slot] = _vjp(spec, params, operands, torch.ones_like(g), slots)[slot]
+    elif kind in ("at_input", "at_output"):
+        out[slot] = g * _derivative_elsewhere(step.op, kind, x, values[step.name], params)
+    elif kind == "wrong_shape":
+        if tuple(g.shape) == tuple(d.shape):
+            raise ValueError("the result has the operand's shape")
+        out[slot] = d.reshape(g.shape) if d.numel() == g.numel() else g
+    elif kind == "missing_factor":
+        factor = _FACTORS[(step.op, slot)][mutation[3]](operands, values[step.name])
+        if not bool((factor != 0).all()):
+            raise ValueError("a zero factor")
+        out[slot] = d / factor
+    elif kind == "exponent":
+        p = params.get("p")
+        out[slot] = g * p * x ** (p - 1 + mutation[3])
+    elif kind in ("unreduced", "wrong_axis"):
+        full = _vjp_unreduced(spec, params, operands, g, slot)
+        if full.shape == x.shape:
+            raise ValueError("nothing was broadcast")
+        if kind == "unreduced":
+            out[slot] = full
+        else:
+            out[slot] = _sum_over_wrong_axis(full, x.shape, mutation[3], d)
+    return out
+
+
+def _vjp(spec: Any, params: dict[str, Any], operands: list[Any], g: torch.Tensor,
+         slots: Sequence[int]) -> dict[int, torch.Tensor | None]:
+    inputs = list(operands)
+    for i in slots:
+        inputs[i] = operands[i].detach().requires_grad_(True)
+    with torch.enable_grad():
+        y = spec.apply_torch(inputs, params)
+        grads = torch.autograd.grad(y, [inputs[i] for i in slots], g, allow_unused=True)
+    return {i: (d if d is None else d.detach()) for i, d in zip(slots, grads)}
+
+
+def _vjp_unreduced(spec: Any, params: dict[str, Any], operands: list[Any], g: torch.Tensor,
+                   slot: int) -> torch.Tensor:
+    """The gradient of operand ``slot`` before it is summed back to its shape: as if it were already broadcast."""
+    inputs = list(operands)
+    x = operands[slot]
+    if not isinstance(x, torch.Tensor):
+        raise ValueError("a number operand")
+    inputs[slot] = x.detach().expand(g.shape).clone().requires_grad_(True)
+    with torch.enable_grad():
+        y = spec.apply_torch(inputs, params)
+        (d,) = torch.autograd.grad(y, [inputs[slot]], g)
+    return d.detach()
+
+
+def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right: torch.Tensor) -> torch.Tensor:
+    if axis >= full.dim():
+        raise ValueError("no such axis")
+    summed = full.sum(dim=axis)
+    if summed.numel() != right.numel():
+        raise ValueError("the sum does not fit the operand")
+    summed = summed.reshape(shape)
+    if torch.allclose(summed, right):
+        raise ValueError("that is the right axis")
+    return summed
+
+
+_FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], torch.Tensor]]]] = {
+    ("sigmoid", 0): {"(1 - y)": lambda o, y: 1 - y, "y": lambda o, y: y},
+    ("tanh", 0): {"(1 + y)": lambda o, y: 1 + y, "(1 - y)": lambda o, y: 1 - y},
+    ("div", 1): {"1/b": lambda o, y: 1 / o[1], "a": lambda o, y: o[0]},
+    ("div", 0): {"1/b": lambda o, y: 1 / o[1]},
+    ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
+}
+"""The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
+
+_OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {
+    "exp": lambda y: y,
+    "tanh": lambda y: 1 - y * y,
+    "sigmoid": lambda y: y * (1 - y),
+}
+"""Derivatives written in terms of the op's output."""
+
+_INPUT_FORM: Final[dict[str, Callable[..., torch.Tensor]]] = {
+    "log": lambda x: 1 / x,
+    "exp": lambda x: x.exp(),
+    "tanh": lambda x: 1 - x.tanh() ** 2,
+    "sigmoid": lambda x: x.sigmoid() * (1 - x.sigmoid()),
+    "pow": lambda x, p: p * x ** (p - 1),
+}
+"""Derivatives written in terms of the op's input."""
+
+
+def _derivative_elsewhere(op: str, kind: str, x: torch.Tensor, y: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """The derivative written for the output evaluated at the input (``at_input``), or the reverse."""
+    if kind == "at_input" and op in _OUTPUT_FORM:
+        return _OUTPUT_FORM[op](x)
+    if kind == "at_output" and op in _INPUT_FORM:
+        return _INPUT_FORM[op](y, *params.values()) if op == "pow" else _INPUT_FORM[op](y)
+    raise ValueError("no such form of this derivative")
+
+
+# ---- comparing ----------------------------------------------------------------------------------------
+
+
+def _matches(grads: dict[str, Any], got: Any, targets: list[str]) -> bool:
+    for name in targets:
+        want = grads.get(name)
+        have = got.grads.get(name)
+        if want is None and (have is None or (isinstance(have, torch.Tensor) and not have.abs().any())):
+            continue
+        if not isinstance(have, torch.Tensor) or want is None or not _close(_as(have, want), want):
+            return False
+    return True
+
+
+def _as(have: Any, want: Any) -> Any:
+    """A one-element gradient compared as the shape torch gives it, as judging forgives."""
+    if isinstance(have, torch.Tensor) and isinstance(want, torch.Tensor) and have.numel() == want.numel() == 1:
+        return have.reshape(want.shape)
+    return have
+
+
+def _close(a: Any, b: Any) -> bool:
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return a is None and b is None
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    x, y = a.to(torch.float64), b.to(torch.float64)
+    fx, fy = torch.isfinite(x), torch.isfinite(y)
+    if not torch.equal(fx, fy):
+        return False
+    x, y = x[fx], y[fy]
+    if x.numel() == 0:
+        return True
+    scale = max(1.0, float(y.abs().max()))
+    return bool(((x - y).abs() <= ATOL * scale + RTOL * y.abs()).all())

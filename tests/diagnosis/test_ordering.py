@@ -1,0 +1,86 @@
+"""What to fix first: a missing core method, then the engine's structure, core ops, follow-ups, extensions.
+
+Also: gates that never ran are "not attempted", not "failed"; ``--watch`` (core first, then the
+rest) ends with the same root causes as a plain grade; a class under another name is suggested
+from the source alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from harness.diagnosis.mutants import reference_source
+from harness.grade import GradeOptions, grade, rediagnose
+from harness.preflight import Unrunnable, read_submission
+from harness.report.model import combine
+from harness.report.render import render_text
+
+BUGS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
+
+
+def test_a_missing_core_method_is_the_first_thing_to_fix(launcher, tmp_path):
+    path = tmp_path / "solution.py"
+    source = reference_source()
+    assert source.count("    def __matmul__(") == 1
+    path.write_text(source.replace("    def __matmul__(", "    def matmul_not_yet("))
+    report = grade(path, GradeOptions(levels=("core",), max_examples=10), launcher)
+    first = report.root_causes[0]
+    waiting = [c.id for c in report.checks if c.outcome == "not_attempted" and "__matmul__" in c.message]
+    assert waiting and first["waiting"] == waiting
+    assert first["name"] == f"implement `__matmul__`: {len(waiting)} core checks wait for it"
+    interview = report.interview
+    assert interview["gates_failed"] == [] and interview["gates_not_attempted"]
+    assert not interview["passed"]
+    assert "gates not attempted: " in render_text(report).splitlines()[-1]
+
+
+def test_watch_and_a_plain_grade_give_the_same_diagnosis(launcher):
+    path = BUGS / "recursive_build_topo.py"
+    options = GradeOptions(max_examples=10, levels=("core", "followups"))
+    plain = grade(path, options, launcher)
+    core = grade(path, dataclasses.replace(options, levels=("core",)), launcher)
+    rest = grade(path, dataclasses.replace(options, levels=("followups",)), launcher)
+    watched = rediagnose(combine(core, rest), options)
+    assert [c["name"] for c in watched.root_causes] == [c["name"] for c in plain.root_causes]
+    assert [sorted(c["checks"]) for c in watched.root_causes] == [sorted(c["checks"]) for c in plain.root_causes]
+    assert plain.root_causes[0]["bug"] == "recursive_topo"
+
+
+def test_a_class_under_another_name_is_suggested_from_the_source(tmp_path):
+    path = tmp_path / "value.py"
+    path.write_text("class Value:\n    def __add__(self, o): ...\n    def __mul__(self, o): ...\n"
+                    "    def backward(self): ...\n\nclass Helper:\n    pass\n")
+    with pytest.raises(Unrunnable, match=r"no class named 'Tensor'; did you mean --class-name Value\?"):
+        read_submission(path, "Tensor", scan=False)
+    # Nothing like an engine: no suggestion, still refused before anything runs.
+    path.write_text("class Helper:\n    def backward(self): ...\n")
+    with pytest.raises(Unrunnable, match=r"no class named 'Tensor'$"):
+        read_submission(path, "Tensor", scan=False)
+
+
+@pytest.mark.parametrize("source", [
+    "from engine_parts import *\n",
+    "globals()['Tensor'] = type('Tensor', (), {})\n",
+    "def __getattr__(name):\n    return object\n",
+    "from parts import Engine as Tensor\n",
+])
+def test_a_name_bound_at_run_time_is_left_to_the_run(tmp_path, source):
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    assert read_submission(path, "Tensor", scan=False).path == path
+
+
+def test_the_graders_own_sum_is_never_the_candidates_bug(launcher, tmp_path):
+    path = tmp_path / "solution.py"
+    source = reference_source()
+    assert source.count("    def sum(self) -> Tensor:") == 1
+    path.write_text(source.replace("    def sum(self) -> Tensor:", "    def total(self) -> Tensor:"))
+    report = grade(path, GradeOptions(levels=("core",), max_examples=10), launcher)
+    assert not [c.id for c in report.checks if c.outcome in ("failed", "error", "timeout")]
+    summed = [c for c in report.checks if "the grader sums this one-element output" in c.message]
+    assert summed and all(c.outcome == "not_attempted" for c in summed)
+    waiting = [c.id for c in report.checks if c.outcome == "not_attempted"]
+    assert report.root_causes[0]["name"] == f"implement `sum`: {len(waiting)} core checks wait for it"
