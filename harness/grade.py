@@ -23,7 +23,7 @@ from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not
 from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
 from harness.integrity.use import runs_at_import, settle
-from harness.levels import LEVELS
+from harness.vocabulary import FAILING, FEATURES, LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
@@ -257,6 +257,8 @@ def protect_grader() -> None:
     Non-dumpable: a process of the same user cannot ptrace it or open its
     /proc/<pid>/mem. And every module the grader will ever import is imported now,
     before any submission runs, so nothing it loads later could have been planted.
+    The renderers are above the grader: whoever renders (the command line, batch's
+    grading.py) imports them before its first grade.
     """
     try:
         _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
@@ -294,9 +296,9 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
     "harness.checks.saved_tensors",
-    "harness.checks.examples", "harness.specs", "harness.report.render", "harness.report.snippets",
+    "harness.checks.examples", "harness.specs", "harness.checks.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
-    "harness.integrity.probes",
+    "harness.checks.probes",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )
@@ -333,7 +335,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         return finish(path, status, exc.message, [], rubric, options, settled(), shared, timings)
     timings["import"] = time.perf_counter() - t0
     if hello.get("has_class"):  # integrity: is it an engine at all (finite differences)?
-        from harness.integrity.probes import review_at_run_time
+        from harness.checks.probes import review_at_run_time
 
         review_at_run_time(ctx, set(hello.get("members", [])),
                            member_line(submission.text, options.class_name, "backward"))
@@ -442,9 +444,9 @@ def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: 
     notes = getattr(ctx, "notes", None)
     if notes:
         details = {**notes, **details}
-    if outcome in ("failed", "error", "timeout") and planned.hint and "hint" not in details:
+    if outcome in FAILING and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
-    if outcome in ("failed", "error", "timeout"):
+    if outcome in FAILING:
         details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
     if evidence is not None and outcome in ("failed", "error"):
         evidence, details = _smallest_reproduction(evidence, details, ctx)
@@ -471,7 +473,7 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
     when running it again reproduces the check's failure word for word.
     """
     from harness.checks.context import Evidence, judge
-    from harness.report.snippets import reproduce
+    from harness.checks.snippets import reproduce
 
     parts = ("error", "values", "requires_grad", "grads")
     smaller = evidence.program.live()
@@ -500,14 +502,6 @@ SNIPPET_STEPS = 40
 """Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
 
 
-_FEATURES = {
-    "broadcasting": ("broadcast_forward", "adding tensors of shapes (2, 2) and (2,) raises in forward"),
-    "upstream": ("backward_takes_grad", "backward() takes no gradient argument"),
-    "numbers": ("number_forward", "a Python number as an operand (a + 1, 2 * a) raises"),
-    "no_grad": ("no_grad", "the module defines no no_grad()"),
-}
-
-
 def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
     """The agreements a grade applies: the command line's terms over the rubric's."""
     return options.agreements.over(rubric.agreements)
@@ -526,8 +520,8 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
     for need in sorted(requires):
         if need.startswith("feature:"):
             name = need.removeprefix("feature:")
-            if name in _FEATURES and not features.get(_FEATURES[name][0]):
-                return _FEATURES[name][1]
+            if name in FEATURES and not features.get(FEATURES[name][0]):
+                return FEATURES[name][1]
         elif need not in members:
             return f"{class_name} has no {need}"
     return None

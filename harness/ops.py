@@ -18,7 +18,7 @@ from typing import Any, Callable, Final, Sequence
 import torch
 import torch.nn.functional as F
 
-from harness.levels import LEVELS
+from harness.vocabulary import LEVELS
 
 __all__ = ["OpSpec", "OPS", "LEVELS", "op", "ops_for_level", "check_operands", "checked_apply", "broadcast_shape",
            "OperandError"]

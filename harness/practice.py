@@ -17,12 +17,12 @@ from typing import Callable, Final, Sequence
 
 from harness.concepts import concept, concepts, explain_line
 from harness.report.model import CheckResult, Report
+from harness.vocabulary import FAILING
 
 __all__ = ["Practice", "FOLLOW_UPS", "STEPS", "DEFAULT_MINUTES"]
 
 DEFAULT_MINUTES: Final = 45
 STEPS: Final = ("question", "hint", "snippet")
-_FAILING: Final = ("failed", "error", "timeout")
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Practice:
         """A new report: every concept that still fails reveals one more step. The lines to show."""
         self.report = report
         core = [c for c in report.checks if c.level == "core"]
-        if any(c.outcome in _FAILING for c in core) or not _core_passes(report):
+        if any(c.outcome in FAILING for c in core) or not _core_passes(report):
             self.failing = _failing_concepts(report, core)
         else:  # the follow-up being asked: help for its own failing checks
             current = _current_follow_up(report)
@@ -160,7 +160,7 @@ def _current_follow_up(report: Report) -> tuple[tuple[int, int], FollowUp] | Non
 def _failing_concepts(report: Report, checks: Sequence[CheckResult]) -> list[str]:
     """Concepts of the failing ``checks``: those of root causes first (in fix-first order), then the rest."""
     known = concepts()
-    ids = {c.id for c in checks if c.outcome in _FAILING}
+    ids = {c.id for c in checks if c.outcome in FAILING}
     names = [cause["concept"] for cause in report.root_causes
              if cause.get("concept") in known and ids & set(cause.get("checks", []))]
     names += [c.concept for c in checks if c.id in ids and c.concept in known]
@@ -172,7 +172,7 @@ def _hint_and_snippet(report: Report, name: str) -> tuple[str, str]:
     for cause in report.root_causes:
         if cause.get("concept") == name and cause.get("checks"):
             return str(cause.get("hint", "")), str(cause.get("snippet", ""))
-    failing: Sequence[CheckResult] = [c for c in report.checks if c.outcome in _FAILING and c.concept == name]
+    failing: Sequence[CheckResult] = [c for c in report.checks if c.outcome in FAILING and c.concept == name]
     with_snippet = [c for c in failing if c.details.get("snippet")]
     first = (with_snippet or list(failing) or [None])[0]
     if first is None:

@@ -127,7 +127,7 @@ def test_watch_waits_for_the_file_to_change(tmp_path):
     import threading
     import time
 
-    from harness.cli import _wait_for_change
+    from harness.cli.group import _wait_for_change
 
     path = tmp_path / "s.py"
     path.write_text("a = 1\n")

@@ -512,7 +512,7 @@ def _tolerances(program: Program, override: Tolerance | None):
 
 def raise_for(program: Program, verdict: Verdict, submission: Path, class_name: str, hint: str | None,
               expected: Outcome | None = None, observation: Observation | None = None) -> None:
-    from harness.report.snippets import reproduce
+    from harness.checks.snippets import reproduce
 
     details: dict[str, Any] = {"graph": program.expression(),
                                "snippet": reproduce(program, submission, class_name, expected, observation)}

@@ -10,7 +10,7 @@ and hands the search to hypothesis only when one fails, to shrink it; the
 search draws the very same programs in the same order, so the grade is the
 same either way.
 
-``python -m harness.checks.examples`` rewrites the shipped programs.
+``python -m harness.checks.redraw`` rewrites the shipped programs.
 """
 
 from __future__ import annotations
@@ -122,11 +122,3 @@ def write_shipped(searches: list[tuple[str, Callable[[], Any], int, int]]) -> li
         written.append(path)
     return written
 
-
-if __name__ == "__main__":
-    from harness.checks.properties import default_searches
-
-    for old in SHIPPED.glob("*.json.gz"):
-        old.unlink()
-    for path in write_shipped(default_searches()):
-        print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)

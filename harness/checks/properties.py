@@ -30,7 +30,7 @@ from harness.checks.targeted import CORE_MEMBERS, check
 from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
                                     NotAttempted, Observation, Verdict, judge)
 from harness.ops import OPS, ops_for_level
-from harness.report.snippets import reproduce
+from harness.checks.snippets import reproduce
 from harness.program import Leaf, Program, Step
 
 __all__ = ["find_counterexample", "Counterexample", "CORE_SITUATIONS", "BROADCAST_SITUATIONS", "situations_for"]

@@ -18,9 +18,11 @@ import torch
 from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, Observation,
                                     describe_error, judge)
 from harness.compare import DEFAULT_TOLERANCE, compare, tolerance_for
+from harness.concepts import concepts
 from harness.ops import ops_for_level
-from harness.report.snippets import reproduce
+from harness.checks.snippets import reproduce
 from harness.program import Leaf, Program, Step
+from harness.vocabulary import LEVELS
 
 __all__ = ["CheckSpec", "CHECKS", "check", "Growth", "measure_growth", "wide_graph", "stacked_diamonds",
            "every_path", "ORDER_GRAPHS"]
@@ -60,6 +62,12 @@ CORE_MEMBERS: Final = frozenset({"backward"} | {spec.member for spec in ops_for_
 def check(id: str, level: str, concept: str, *, requires: frozenset[str] | set[str] = frozenset(),
           timeout: float = 30.0, cost: float = 0.1,
           isolated: bool = True) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
+    """Register a check. Its level is one of the vocabulary's, its concept one that `grade explain` knows."""
+    if level not in LEVELS:
+        raise ValueError(f"check {id}: unknown level {level!r}; one of {', '.join(LEVELS)}")
+    if concept not in concepts():
+        raise ValueError(f"check {id}: unknown concept {concept!r}: add it to harness/data/concepts.yaml")
+
     def register(fn: Callable[[Context], None]) -> Callable[[Context], None]:
         CHECKS.append(CheckSpec(id, level, concept, fn, frozenset(requires), timeout, cost, isolated))
         return fn

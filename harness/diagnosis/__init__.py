@@ -2,7 +2,7 @@
 
 catalogue.py (the bugs, as data), mutants.py (each bug as the reference engine with one
 patch), matching.py (replaying failing graphs through the mutants), causes.py (root causes:
-failures grouped by bug), audit.py (the kill matrix behind ``grade spec audit``).
+failures grouped by bug). The kill matrix behind ``grade spec audit`` is harness/cli/audit.py.
 """
 
 from harness.diagnosis.catalogue import BUGS, Bug, bug

@@ -22,10 +22,10 @@ from harness.diagnosis.matching import Match, agree, fails, match_evidence, matc
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult
+from harness.vocabulary import FAILING
 
 __all__ = ["diagnose", "diagnose_safely"]
 
-FAILING = ("failed", "error", "timeout")
 BEST = 0.01
 """Matches within this much of a check's best fit count as equally good."""
 

@@ -7,12 +7,12 @@ import tempfile
 from pathlib import Path
 
 from harness.report.model import Report
-from harness.report.render import RENDERERS
+from harness.report.formats import FORMATS, render
 
 __all__ = ["write_atomic", "write_formats", "SUFFIXES"]
 
-SUFFIXES = {"json": ".json", "markdown": ".md", "text": ".txt"}
-"""The file ending of each report format."""
+SUFFIXES = {name: f.suffix for name, f in FORMATS.items() if f.suffix}
+"""The file ending of each format ``write_formats`` writes (harness.report.formats declares them)."""
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -43,12 +43,13 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_formats(report: Report, folder: Path, stem: str) -> list[Path]:
-    """Write the report as ``stem.json``, ``stem.md`` and ``stem.txt`` in ``folder``; return the paths."""
+    """Write the report in every format with a file ending (``stem.txt``, ``stem.json``, ``stem.md``) in
+    ``folder``; return the paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt, suffix in SUFFIXES.items():
         path = folder / f"{stem}{suffix}"
-        write_atomic(path, RENDERERS[fmt](report, False) + "\n")
+        write_atomic(path, render(report, fmt) + "\n")
         paths.append(path)
     return paths

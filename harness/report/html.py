@@ -18,12 +18,12 @@ import html
 from typing import Any, Mapping, Sequence
 
 from harness import __version__
-from harness.ops import LEVELS
+from harness.vocabulary import LEVELS
 from harness.report.safety import printable
+from harness.vocabulary import FAILING
 
 __all__ = ["render_html"]
 
-FAILING = ("failed", "error", "timeout")
 _BINS = 10
 _OUTPUT_LINES = 40
 

@@ -6,12 +6,10 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from harness.levels import INFORMATIONAL
+from harness.vocabulary import FAILING, INFORMATIONAL, OUTCOMES, STATUSES
 
 __all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combine", "changes"]
 
-OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "skipped")
-STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
 CANDIDATE_TEXT_FIELDS: Final = ("message", "checks[].message", "checks[].details", "output", "root_causes[].snippet",
                                  "root_causes[].explanation", "integrity.violations",
                                  "integrity.review[].construct", "integrity.review[].why")
@@ -177,7 +175,7 @@ def changes(before: Report, after: Report) -> list[str]:
     old = {c.id: c.outcome for c in before.checks}
     lines = []
     for verb, test in (("pass", lambda o, n: n == "passed" and o != "passed"),
-                       ("fail", lambda o, n: n in ("failed", "error", "timeout") and o == "passed")):
+                       ("fail", lambda o, n: n in FAILING and o == "passed")):
         ids = [c.id for c in after.checks if c.id in old and test(old[c.id], c.outcome)]
         if ids:
             shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
@@ -198,6 +196,6 @@ def exit_code(report: Report) -> int:
         return 4
     if report.status in ("error", "timeout"):
         return 3
-    if any(c.outcome in ("failed", "error", "timeout") and c.id not in INFORMATIONAL for c in report.checks):
+    if any(c.outcome in FAILING and c.id not in INFORMATIONAL for c in report.checks):
         return 1
     return 0

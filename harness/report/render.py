@@ -22,18 +22,18 @@ from typing import Any, Callable, Final
 
 import click
 
-from harness.levels import LEVELS
+from harness.vocabulary import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.safety import markdown_code, markdown_fence, markdown_inline, one_line, printable
 from harness.report.saved_table import markdown_lines, saved_table, text_lines
+from harness.vocabulary import FAILING
 
-__all__ = ["render_text", "render_json", "render_markdown", "RENDERERS", "concept_table"]
+__all__ = ["render_text", "render_json", "render_markdown", "concept_table"]
 
 _MARKS: Final = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "timeout": "TIME", "not_attempted": " -- ",
                  "skipped": "SKIP"}
 _COLOURS: Final = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow",
                    "not_attempted": "bright_black", "skipped": "bright_black"}
-_FAILING: Final = ("failed", "error", "timeout")
 EXPANDED_PER_LEVEL: Final = 3
 """Unexplained failures shown in full per level (with their snippet); the rest get one line each unless verbose."""
 CAUSES_IN_FULL: Final = 3
@@ -157,10 +157,10 @@ def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[s
     explained: dict[int, list[str]] = {}
     # Beyond the first few, failures that say the same thing (a process that died on every
     # request, say) are one line and a list of ids.
-    alike = Counter(_gist(c.message) for c in checks if c.outcome in _FAILING and c.id not in causes)
+    alike = Counter(_gist(c.message) for c in checks if c.outcome in FAILING and c.id not in causes)
     grouped: dict[str, list[CheckResult]] = {}
     for c in checks:
-        if c.outcome in _FAILING:
+        if c.outcome in FAILING:
             if c.id in causes and not verbose:
                 explained.setdefault(causes[c.id][0], []).append(c.id)
                 continue
@@ -289,7 +289,7 @@ def concept_table(report: Report) -> list[tuple[str, str, int, int, int]]:
     rows: dict[tuple[str, str], list[int]] = {}
     for c in report.checks:
         row = rows.setdefault((c.level, c.concept), [0, 0, 0])
-        row[0 if c.outcome == "passed" else 1 if c.outcome in _FAILING else 2] += 1
+        row[0 if c.outcome == "passed" else 1 if c.outcome in FAILING else 2] += 1
     order = {level: i for i, level in enumerate(LEVELS)}
     return [(level, concept, *row) for (level, concept), row in sorted(rows.items(), key=lambda kv: (
         order.get(kv[0][0], 9), kv[0][1]))]
@@ -337,7 +337,7 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
     table = saved_table(report)
     if table is not None:
         lines += markdown_lines(table)
-    unexplained = [c for c in report.checks if c.outcome in _FAILING and not c.diagnosis]
+    unexplained = [c for c in report.checks if c.outcome in FAILING and not c.diagnosis]
     if unexplained:
         lines += ["", "### Other failures", ""]
         for c in unexplained:
@@ -386,9 +386,3 @@ def _markdown_summary(report: Report) -> list[str]:
 def _agreed(report: Report) -> str:
     return ", ".join(f"{printable(str(k))}={printable(str(v))}" for k, v in report.agreements.items())
 
-
-RENDERERS: dict[str, Callable[..., str]] = {
-    "text": render_text,
-    "json": render_json,
-    "markdown": render_markdown,
-}

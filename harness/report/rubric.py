@@ -12,7 +12,7 @@ import yaml
 
 from harness.agreements import Agreements, agreements_from_mapping
 from harness.errors import HarnessError
-from harness.levels import LEVELS
+from harness.vocabulary import FAILING, LEVELS
 
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
 
@@ -63,7 +63,7 @@ class Rubric:
         gates = [c for c in checks if c.level == "core" and c.outcome != "passed" and c.id not in excused
                  and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
         # A gate that never ran (a missing method) did not fail: it waits, and the bar waits with it.
-        gates_failed = [c.id for c in gates if c.outcome in ("failed", "error", "timeout")]
+        gates_failed = [c.id for c in gates if c.outcome in FAILING]
         gates_waiting = [c.id for c in gates if c.id not in gates_failed]
         passed = (graded and core["score"] >= bar - 1e-9 and not gates_failed and not gates_waiting
                   and not needs_review)

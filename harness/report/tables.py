@@ -15,13 +15,13 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.ops import LEVELS
+from harness.vocabulary import LEVELS
 from harness.report.safety import printable
+from harness.vocabulary import FAILING
 
 __all__ = ["summarise", "summary_row", "render_csv", "render_junit", "gradescope_results", "gradescope_output",
            "parse_visibility", "relative_snippets", "CSV_COLUMNS", "VISIBILITIES"]
 
-FAILING = ("failed", "error", "timeout")
 
 CSV_COLUMNS = ("id", "status", "score", "max_score", "interview_passed", "needs_review", "gates_failed",
                "review_flags", "violations", "checks_failed")

@@ -1,4 +1,5 @@
-"""Running untrusted submissions: the grader's side (launch), the channel, and the sandboxed side.
+"""Running untrusted submissions: the grader's side (launch), the channel, and the sandboxed side
+(evaluator, and the integrity tripwires it installs).
 
 The grader's side is standard library only, so the sandbox can start importing
 torch before the grader imports it too.

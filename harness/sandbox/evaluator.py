@@ -26,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 from harness.integrity.audit import install as install_audit_hook
-from harness.integrity.tripwires import Tripwires, carries_autograd
+from harness.sandbox.tripwires import Tripwires, carries_autograd
 from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.sandbox.formulas import foreign_formulas

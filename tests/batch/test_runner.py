@@ -215,7 +215,7 @@ def test_ctrl_c_keeps_finished_results(fake, subs, tmp_path):
 
 
 def test_ctrl_c_through_the_command(fake, subs, tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.batch.command._pool",
+    monkeypatch.setattr("harness.cli.batch._pool",
                         lambda options, jobs, scheduler, allow: _StoppingPool(LocalPool(options, jobs)))
     result = invoke(subs, "-o", tmp_path / "out")
     assert result.exit_code == 130

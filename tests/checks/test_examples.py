@@ -66,7 +66,7 @@ def test_the_shipped_programs_are_what_the_default_grade_draws():
         assert shipped_programs is not None, key
         drawn = examples._draw(make(), max_examples, seed_value)
         assert [p.to_wire() for p in shipped_programs] == [p.to_wire() for p in drawn], key
-    assert shipped == sorted(expected), "stale or missing shipped programs: run python -m harness.checks.examples"
+    assert shipped == sorted(expected), "stale or missing shipped programs: run python -m harness.checks.redraw"
 
 
 def test_a_cache_folder_that_cannot_be_written_only_costs_a_new_draw(tmp_path, monkeypatch):

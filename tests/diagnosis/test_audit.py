@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.diagnosis import audit as audit_module
-from harness.diagnosis.audit import Audit, BugRow, audit_levels, render_audit, run_audit
+from harness.cli import audit as audit_module
+from harness.cli.audit import Audit, BugRow, audit_levels, render_audit, run_audit
 from harness.diagnosis.catalogue import BUGS, bug
 
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from harness.grade import GradeOptions, grade
-from harness.levels import INFORMATIONAL
-from harness.report.render import RENDERERS
+from harness.report.formats import FORMATS, render
+from harness.vocabulary import INFORMATIONAL
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 FOLDERS = ("blind", "public")
@@ -96,8 +96,8 @@ def _said(cause: dict) -> set:
 def test_no_file_crashes_the_grader_or_its_diagnosis(reports):
     for name, report in reports.items():
         assert report.status == "graded" and report.diagnosis_error == "", (name, report.status, report.message)
-        for render in RENDERERS.values():
-            assert render(report)
+        for fmt in FORMATS:
+            assert render(report, fmt)
 
 
 def test_the_correct_engines_fail_no_check(reports):

@@ -19,7 +19,7 @@ from harness.diagnosis.causes import diagnose_safely
 from harness.diagnosis.matching import replay
 from harness.grade import GradeOptions, grade
 from harness.report.model import CheckResult, Report
-from harness.report.render import RENDERERS
+from harness.report.formats import FORMATS, render
 from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
 from rule_mutants import KINDS, load_rule_mutant, matrix, rule_mutant_source
@@ -71,8 +71,8 @@ def test_the_diagnosis_and_every_renderer_are_total_over_the_matrix(diagnosed):
             assert {"bug", "name", "hint", "checks", "op", "operand", "symptom"} <= set(cause), (mutation, cause)
         report = Report(file="x.py", status="graded", score=0.0, max_score=1.0, levels={}, checks=tuple(failing),
                         root_causes=causes)
-        for render in RENDERERS.values():
-            assert render(report)
+        for fmt in FORMATS:
+            assert render(report, fmt)
 
 
 def test_a_wrong_gradient_is_named_by_its_op_and_operand(diagnosed):
@@ -112,5 +112,5 @@ def test_an_engine_with_many_wrong_rules_is_graded(kinds, launcher, tmp_path):
     assert report.status == "graded" and report.diagnosis_error == "", (report.status, report.diagnosis_error)
     assert any(c.outcome == "failed" for c in report.checks)
     assert report.root_causes
-    for render in RENDERERS.values():
-        assert render(report)
+    for fmt in FORMATS:
+        assert render(report, fmt)

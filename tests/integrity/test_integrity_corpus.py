@@ -23,7 +23,7 @@ from harness.checks.context import CandidateError, CandidateTimeout, Context, Sh
 from harness.grade import GradeOptions, grade
 from harness.integrity import inspect_source, member_line
 from harness.integrity.allowlist import WHY
-from harness.integrity.probes import review_at_run_time
+from harness.checks.probes import review_at_run_time
 from harness.integrity.use import NOT_RUN, settle
 from harness.program import Leaf, Program, Step
 from harness.report.model import exit_code

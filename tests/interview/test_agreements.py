@@ -130,7 +130,7 @@ def test_agree_reaches_the_grader_from_the_command_line(monkeypatch, tmp_path):
 
 
 def test_batch_takes_the_same_option():
-    from harness.batch.command import _options, batch
+    from harness.cli.batch import _options, batch
 
     assert "agree" in {p.name for p in batch.params}
     values = dict(level="all", seed=0, class_name="Tensor", specs=(), only_specs=(), rubric=None, max_examples=5,

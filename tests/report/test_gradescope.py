@@ -43,7 +43,7 @@ def autograder(tmp_path_factory) -> Path:
                    env={**os.environ, "GRADER": str(ROOT)}, timeout=120)
     with zipfile.ZipFile(work / "autograder.zip") as zf:
         names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "grader/pyproject.toml", "grader/harness/cli.py"} <= names
+        assert {"setup.sh", "run_autograder", "grader/pyproject.toml", "grader/harness/cli/group.py"} <= names
         root = work / "autograder-root"
         zf.extractall(root / "source")
     return root

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.specs import commands as spec_commands
+from harness.cli import spec as spec_commands
 from harness.specs.expressions import method_names
 from harness.specs.text import MARKER, format_number
 from harness.cli import main

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from harness.integrity import ReviewEntry
-from harness.integrity.probes import draw_cost_graphs, draw_smooth_graphs, judge_accuracy, judge_backward_cost
+from harness.checks.probes import draw_cost_graphs, draw_smooth_graphs, judge_accuracy, judge_backward_cost
 from harness.program import Leaf, Program, Step
 
 SMOOTH_GRAPH = Program(

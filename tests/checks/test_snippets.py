@@ -11,7 +11,7 @@ import torch
 
 from harness.grade import GradeOptions, grade
 from harness.program import Leaf, Program, Step
-from harness.report.snippets import MAX_NUMBERS, reproduce
+from harness.checks.snippets import MAX_NUMBERS, reproduce
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "tests" / "solutions"

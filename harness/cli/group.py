@@ -17,15 +17,15 @@ import click
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.report.formats import FORMATS
 
-FORMATS = ("text", "json", "markdown", "gradescope")
 LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 
 
 class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
-    LAZY = {"spec": ("harness.specs.commands", "spec"), "batch": ("harness.batch.command", "batch")}
+    LAZY = {"spec": ("harness.cli.spec", "spec"), "batch": ("harness.cli.batch", "batch")}
     """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -86,7 +86,7 @@ class _AgreeParam(click.ParamType):
 
 @main.command("file", hidden=True)
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(tuple(FORMATS)), default="text", show_default=True,
               help="Report format.")
 @click.option("--level", type=click.Choice(LEVEL_CHOICES), default="all", show_default=True,
               help="Grade only this level.")
@@ -131,10 +131,10 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     # reported from its source alone, in milliseconds.
     from harness.grade import GradeOptions, preflight
     from harness.report.model import Report, exit_code
-    from harness.report.render import RENDERERS
+    from harness.report.formats import render
 
     rules = visibility_rules(visibility)
-    if watch and fmt == "gradescope":
+    if watch and not FORMATS[fmt].watched:
         raise click.BadParameter("--watch shows the text, JSON or Markdown report", param_hint="--format")
     if fmt == "gradescope":  # Gradescope shows the student a results.json, whatever goes wrong
         click.get_current_context().meta["harness.gradescope"] = True
@@ -164,10 +164,7 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
         finally:
             if launcher is not None:
                 launcher.close()
-    if fmt == "gradescope":
-        click.echo(render_gradescope(report, rules))
-    else:
-        click.echo(RENDERERS[fmt](report, colour, verbose))
+    click.echo(render(report, fmt, colour=colour, verbose=verbose, visibility=rules))
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
     sys.exit(exit_code(report))
@@ -180,14 +177,6 @@ def visibility_rules(rules: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         return parse_visibility(rules)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--visibility") from None
-
-
-def render_gradescope(report: Any, rules: tuple[tuple[str, str], ...]) -> str:
-    import json
-
-    from harness.report.tables import gradescope_results
-
-    return json.dumps(gradescope_results(report.to_dict(), rules), indent=2)
 
 
 def _gradescope_fail(message: str) -> None:
@@ -285,13 +274,13 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
 
 def _show(report: Any, fmt: str, colour: bool, verbose: bool, previous: Any, pending: str | None) -> None:
     from harness.report.model import changes
-    from harness.report.render import RENDERERS
+    from harness.report.formats import render
 
     if colour:
         click.clear()
     else:
         click.echo("\n" + "=" * 60 + "\n")
-    click.echo(RENDERERS[fmt](report, colour, verbose))
+    click.echo(render(report, fmt, colour=colour, verbose=verbose))
     if previous is not None and pending is None:
         click.echo(click.style("\nsince the last save:", bold=True) if colour else "\nsince the last save:")
         for line in changes(previous, report):
@@ -410,7 +399,3 @@ def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
-
-
-if __name__ == "__main__":
-    main()

@@ -15,11 +15,10 @@ from typing import Any, Callable, Sequence
 
 from harness.diagnosis.catalogue import BUGS, Bug
 from harness.diagnosis.mutants import mutant_source, reference_source
-from harness.ops import LEVELS
+from harness.vocabulary import LEVELS
+from harness.vocabulary import FAILING
 
 __all__ = ["Audit", "BugRow", "run_audit", "render_audit", "audit_levels"]
-
-FAILING = ("failed", "error", "timeout")
 
 
 def audit_levels(b: Bug) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ process, so that side is tested in workers, through the corpora
 
 import torch
 
-from harness.integrity.tripwires import AutogradGuard, Tripwires, carries_autograd
+from harness.sandbox.tripwires import AutogradGuard, Tripwires, carries_autograd
 
 
 class _Innocent(torch.Tensor):

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from harness.cli import grade_file
+from harness.cli.group import grade_file
 from harness.errors import HarnessError
 
 __all__ = ["batch"]
 
 SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name", "max_examples", "time_limit",
                   "memory_mb", "visibility", "agree", "variant")
-"""Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli)."""
+"""Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli.group)."""
 
 
 @click.command("batch")
@@ -44,7 +44,7 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
     summary.csv and report.html."""
     from harness.batch.collect import collect
     from harness.batch.runner import BatchInterrupted, Outputs, check_outdir, run_batch, settings_record
-    from harness.cli import visibility_rules
+    from harness.cli.group import visibility_rules
     from harness.sandbox import SandboxUnavailable, bubblewrap_missing
 
     visibility = visibility_rules(grade_options.pop("visibility", ()))
@@ -69,7 +69,7 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
         except SandboxUnavailable as exc:
             _fail(f"{exc}; pass --allow-basic-isolation to grade without the sandbox")
         from harness.batch.progress import Progress
-        from harness.cli import _settle_after_imports
+        from harness.cli.group import _settle_after_imports
 
         _settle_after_imports()
         progress = Progress(len(submissions))
@@ -109,7 +109,7 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
 def _options(values: dict, isolation: str):
     from harness.grade import GradeOptions
 
-    from harness.cli import specs_replaced
+    from harness.cli.group import specs_replaced
 
     specs, only = tuple(values["specs"]), tuple(values["only_specs"])
     return GradeOptions(level=values["level"], seed=values["seed"], class_name=values["class_name"],

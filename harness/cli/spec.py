@@ -320,7 +320,7 @@ def audit_command(spec_paths: tuple[Path, ...], max_examples: int, seed: int, bu
     import json
 
     from harness.diagnosis import BUGS
-    from harness.diagnosis.audit import render_audit, run_audit
+    from harness.cli.audit import render_audit, run_audit
     from harness.errors import HarnessError
 
     known = [b.id for b in BUGS]

@@ -1,0 +1,15 @@
+"""The ``grade`` command line, on top of every stage: it parses options, calls the grader,
+renders, and sets the exit code. Nothing below it imports it.
+
+group.py  the ``grade`` group: ``grade FILE`` (and ``--watch``), ``init``, ``explain``
+batch.py  ``grade batch``: a folder (or zip) of submissions for interviewers
+spec.py   ``grade spec ...``: check, write and fill YAML graph cases
+audit.py  the kill matrix behind ``grade spec audit``
+
+``batch`` and ``spec`` are imported only when used: they import torch, which must not delay
+the sandbox. ``grade`` (pyproject's console script) is ``harness.cli:main``.
+"""
+
+from harness.cli.group import main
+
+__all__ = ["main"]
