@@ -202,6 +202,15 @@ def test_forged_output_is_kept_as_output_not_taken_as_a_report(graded):
     assert all(c.concept != "forged" for c in report.checks)
 
 
+def test_an_engine_whose_every_leaf_gradient_is_zero_is_told_so_first(graded):
+    # hostile_forged_stdout.py's backward writes zeros into every leaf (its own docstring says so): no single
+    # op's rule explains that, the engine as a whole does.
+    report = graded(SOLUTIONS / "hostile_forged_stdout.py")
+    first = report.root_causes[0]
+    assert first["symptom"] == "all_zero", first
+    assert first["name"].startswith("Every leaf's gradient is zero"), first
+
+
 # ---- the reference and the template --------------------------------------------------------------
 
 

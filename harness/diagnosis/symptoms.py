@@ -65,6 +65,9 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("first_path", "a value used twice passes on only the first gradient that reaches it",
             "walk the graph in reverse topological order, so a node passes its gradient on once, after every "
             "consumer has added to it", concept="order"),
+    Symptom("all_zero", "every leaf's gradient is zero: the gradients backward computes never reach the leaves",
+            "follow one gradient from the output to a leaf: the rule's result must be added into the leaf's .grad "
+            "(not replaced by zeros, not dropped at the leaves)", concept="accumulation"),
     Symptom("sign", "the gradient of {b} has the wrong sign: got -g where +g is right",
             "a flipped sign in this op's backward rule: check which operand carries the minus"),
     Symptom("missing", "{b} gets no gradient from this op",
@@ -283,6 +286,9 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
                 finding = Finding(op, slot, symptom, _detail(mutation), mutation[3])
         if finding is not None and finding not in found:
             found.append(finding)
+    if _all_zero(got, targets, expected):
+        # Last, so that a single op's missing gradient is named first when it explains the same graphs.
+        found.append(Finding(ENGINE, None, "all_zero"))
     if not found:
         try:
             first = _first_path(program, _forward(program))
@@ -352,6 +358,13 @@ def _raised_in_forward(program: Program, got: Any) -> Finding | None:
         step = next((s for s in program.steps if s.name == name), None)
         return None if step is None else Finding(step.op, None, "raises", str(got.error.get("type", "")))
     return None
+
+
+def _all_zero(got: Any, targets: list[str], expected: Outcome) -> bool:
+    """Every gradient the candidate returned is zeros where some right one is not."""
+    grads = [got.grads.get(n) for n in targets]
+    return (bool(grads) and all(isinstance(g, torch.Tensor) and not bool(g.any()) for g in grads)
+            and any(bool(expected.grads[n].any()) for n in targets))
 
 
 def _targets(program: Program, expected: Outcome) -> list[str]:

@@ -187,7 +187,10 @@ class MaxPool2d(Op):
         k = self.params["k"]
         n, c, h, w = a.shape
         out = a.reshape(n, c, h // k, k, w // k, k).amax(dim=(3, 5))
-        self.winner = a == _upsample(out, k)
+        # Tied maxima split the window's gradient evenly (torch gives it all to the first).
+        winner = (a == _upsample(out, k)).to(a.dtype)
+        ties = winner.reshape(n, c, h // k, k, w // k, k).sum(dim=(3, 5))
+        self.winner = winner / _upsample(ties, k)
         return out
 
     def backward(self, g):
