@@ -103,6 +103,22 @@ def compare(got: torch.Tensor | None, expected: torch.Tensor | None, tol: Tolera
     )
 
 
+def same_values(a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> bool:
+    """Whether ``a`` agrees with ``b`` element by element: same shape, non-finite where ``b`` is, and
+    ``|a - b| <= atol * max(1, max|b|) + rtol * |b|`` elsewhere (the diagnosis's looser sameness)."""
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    x, y = a.to(torch.float64), b.to(torch.float64)
+    finite_x, finite_y = torch.isfinite(x), torch.isfinite(y)
+    if not torch.equal(finite_x, finite_y):
+        return False
+    x, y = x[finite_x], y[finite_y]
+    if x.numel() == 0:
+        return True
+    scale = max(1.0, float(y.abs().max()))
+    return bool(((x - y).abs() <= atol * scale + rtol * y.abs()).all())
+
+
 def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     """The index of element ``flat`` of a tensor of ``shape`` (``torch.unravel_index`` would import sympy)."""
     index = []

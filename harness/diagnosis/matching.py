@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 import torch
 
 from harness.checks.context import Observation
+from harness.compare import same_values
 from harness.diagnosis.catalogue import BUGS, INTEGRITY, Bug
 from harness.diagnosis.mutants import MUTANTS, load_mutant
 from harness.ops import OPS
@@ -115,17 +116,7 @@ def path_count(program: Program) -> int:
 def agree(a: Any, b: Any) -> bool:
     """Whether two observed quantities are the same: None-ness, shape, values (non-finite matches non-finite)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if tuple(a.shape) != tuple(b.shape):
-            return False
-        x, y = a.to(torch.float64), b.to(torch.float64)
-        finite_x, finite_y = torch.isfinite(x), torch.isfinite(y)
-        if not torch.equal(finite_x, finite_y):
-            return False
-        x, y = x[finite_x], y[finite_y]
-        if x.numel() == 0:
-            return True
-        scale = max(1.0, float(y.abs().max()))
-        return bool(((x - y).abs() <= ATOL * scale + RTOL * y.abs()).all())
+        return same_values(a, b, RTOL, ATOL)
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return False
     if isinstance(a, dict) or isinstance(b, dict):  # something that is not a tensor: never the same as anything

@@ -21,6 +21,7 @@ from typing import Any, Callable, Final, Sequence
 
 import torch
 
+from harness.compare import same_values
 from harness.ops import OPS, TENSOR
 from harness.program import Outcome, Program, Step
 
@@ -677,14 +678,4 @@ def _as(have: Any, want: Any) -> Any:
 def _close(a: Any, b: Any) -> bool:
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return a is None and b is None
-    if tuple(a.shape) != tuple(b.shape):
-        return False
-    x, y = a.to(torch.float64), b.to(torch.float64)
-    fx, fy = torch.isfinite(x), torch.isfinite(y)
-    if not torch.equal(fx, fy):
-        return False
-    x, y = x[fx], y[fy]
-    if x.numel() == 0:
-        return True
-    scale = max(1.0, float(y.abs().max()))
-    return bool(((x - y).abs() <= ATOL * scale + RTOL * y.abs()).all())
+    return same_values(a, b, RTOL, ATOL)
