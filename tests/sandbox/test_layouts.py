@@ -64,11 +64,16 @@ def _script(home: Path, work: Path, grader: Path, owner: str | None) -> str:
     grade = " ".join(shlex.quote(a.format(engine=engine)) for a in GRADE)
     uid = f",uid={ids.pw_uid},gid={ids.pw_gid}" if ids else ""
     out = work / "out"
+    # A user reaches its own home: where a folder above this home is closed to others (root's 0700
+    # home holding the interpreter), it is covered, in this namespace only, by an open empty one.
+    blocked = next((a for a in reversed(home.parents) if owner and not os.stat(a).st_mode & 0o001), None)
+    cover = [f"mount -t tmpfs -o mode=0755 layout-above {blocked}", f"mkdir -p {home}"] if blocked else []
     # The grades run at once (each mostly waits on its sandbox); the venv is made before its own.
     return "\n".join([
         "set -e",
         f"mkdir -p {stage}",
         f"mount --bind {BASE} {stage}",
+        *cover,
         # The home: a 0700 folder at the interpreter's own parent, with only the interpreter in it.
         f"mount -t tmpfs -o mode=0700{uid} layout-home {home}",
         f"mkdir {home / name}",
