@@ -28,7 +28,9 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Final, Iterable
 
-from harness.integrity._resolve import Facts, Resolver, canonical
+from harness.integrity.canonical import canonical
+from harness.integrity.facts import Facts
+from harness.integrity.resolver import Resolver
 from harness.integrity.allowlist import (AUTOGRAD_ATTRIBUTES, DUNDER_WALKS, FRAME_ATTRIBUTES, WHY, classify,
                                          classify_module, dangerous_builtin)
 
