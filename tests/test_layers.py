@@ -47,7 +47,6 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
 
 MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {
-    "harness.sandbox.launch": "the grader's side of the sandbox: bubblewrap's command line and the worker's life",
     "harness.checks.targeted": "the targeted checks' registry and every targeted check",
     "harness.checks.strategies": "the random graph strategies: one drawing procedure with its helpers",
     "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
