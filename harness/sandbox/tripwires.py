@@ -169,7 +169,8 @@ def WatchedEngine(record: Callable[[str], None]) -> type:
     return _Watched
 
 
-_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.integrity.audit", "harness.sandbox.channel", "harness.sandbox.tripwires",
+_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.sandbox.observation", "harness.sandbox.measures",
+                           "harness.integrity.audit", "harness.sandbox.channel", "harness.sandbox.tripwires",
                            "harness.program", "harness.ops", "torch.autograd", "torch.autograd.graph",
                            "torch.autograd.variable", "torch.overrides", "gc", "threading", "_thread")
 """Modules whose functions and classes a submission has no business replacing in the worker."""
