@@ -51,7 +51,6 @@ LONG_MODULES: dict[str, str] = {
     "harness.checks.strategies": "the random graph strategies: one drawing procedure with its helpers",
     "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
     "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
-    "harness.sandbox.tripwires": "the worker's runtime tripwires and their liveness checks",
     "harness.diagnosis.symptoms": "the rule mutations and the backward replay that finds one (new with issue 18)",
 }
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from harness.program import encode_tensor
-from harness.sandbox.tripwires import carries_autograd
+from harness.sandbox.autograd_guard import carries_autograd
 
 __all__ = ["SUBMISSION_FILE", "data_of", "error_facts", "has_member", "observe_tensor", "requires_grad_of"]
 
