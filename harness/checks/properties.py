@@ -26,7 +26,8 @@ from hypothesis.errors import Flaky, HypothesisException
 import torch
 
 from harness.checks.examples import drawn_programs, search_settings
-from harness.checks.targeted import CORE_MEMBERS, check
+from harness.checks.registry import check
+from harness.checks.targeted import CORE_MEMBERS
 from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
                                     NotAttempted, Observation, Verdict, judge)
 from harness.ops import OPS, ops_for_level
