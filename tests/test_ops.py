@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import INDEX, OPS, TENSOR, OpSpec, check_operands
 from harness.program import Program, Step
-from harness.checks.strategies import op_graphs, op_situations, reaches_output
+from harness.checks.situations import op_situations
+from harness.checks.strategies import op_graphs, reaches_output
 from reference import Tensor
 
 SPECS = list(OPS.values())

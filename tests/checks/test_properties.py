@@ -9,7 +9,8 @@ from typing import Any, Iterator
 import pytest
 
 from harness.checks.context import DEFAULT_PARTS, CandidateError, Context, Failed, Observation, Shared, judge
-from harness.checks.properties import BROADCAST_SITUATIONS, CORE_SITUATIONS, find_counterexample, situations_for
+from harness.checks.properties import find_counterexample
+from harness.checks.situations import BROADCAST_SITUATIONS, CORE_SITUATIONS, situations_for
 from harness.checks.strategies import op_graphs, reaches_output
 from harness.checks.registry import registered
 from harness.ops import OPS
