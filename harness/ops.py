@@ -68,7 +68,7 @@ class OpSpec:
     defaults: dict[str, Any] = field(default_factory=dict)
     number_slots: tuple[int, ...] = ()
     """Slots where a Python number is accepted instead of a tensor."""
-    check: Callable[..., str | None] = lambda *operands, **params: None
+    domain: Callable[..., str | None] = lambda *operands, **params: None
     """Op-specific domain rule on torch operands: a message when invalid."""
     smooth: bool = True
     """False for ops with kinks or ties inside their domain (relu, max, pooling):
@@ -312,11 +312,11 @@ OPS: Final[dict[str, OpSpec]] = {
     for spec in [
         # core
         OpSpec("add", "core", (_T, _T), lambda a, b: a + b, lambda a, b: a + b, "{0} + {1}", "__add__",
-               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True, doc="elementwise sum"),
+               number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True, doc="elementwise sum"),
         OpSpec("mul", "core", (_T, _T), lambda a, b: a * b, lambda a, b: a * b, "{0} * {1}", "__mul__",
-               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
+               number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
         OpSpec("matmul", "core", (_T, _T), lambda a, b: a @ b, lambda a, b: a @ b, "{0} @ {1}", "__matmul__",
-               check=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
+               domain=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
         OpSpec("relu", "core", (_T,), lambda a: a.relu(), lambda a: a.relu(), "{0}.relu()", "relu",
                smooth=False, doc="max(x, 0); gradient 0 at x == 0"),
         OpSpec("sum", "core", (_T,), lambda a: a.sum(), lambda a: a.sum(), "{0}.sum()", "sum",
@@ -324,22 +324,22 @@ OPS: Final[dict[str, OpSpec]] = {
         # follow-ups
         OpSpec("cross_entropy", "followups", (_T, _I), lambda a, t: a.cross_entropy(t),
                lambda a, t: F.cross_entropy(a, t), "{0}.cross_entropy({1})", "cross_entropy",
-               check=_cross_entropy_rule, transcendental=True, keeps_integers=False, concept="numerics",
+               domain=_cross_entropy_rule, transcendental=True, keeps_integers=False, concept="numerics",
                doc="fused softmax + negative log-likelihood, mean over the batch"),
         # extensions
         OpSpec("neg", "extensions", (_T,), lambda a: -a, lambda a: -a, "-{0}", "__neg__"),
         OpSpec("sub", "extensions", (_T, _T), lambda a, b: a - b, lambda a, b: a - b, "{0} - {1}", "__sub__",
-               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True),
+               number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True),
         OpSpec("div", "extensions", (_T, _T), lambda a, b: a / b, lambda a, b: a / b, "{0} / {1}", "__truediv__",
-               number_slots=(0, 1), check=_nonzero_divisor, broadcasts=True, transcendental=True,
+               number_slots=(0, 1), domain=_nonzero_divisor, broadcasts=True, transcendental=True,
                keeps_integers=False),
         OpSpec("pow", "extensions", (_T,), lambda a, p: a ** p, lambda a, p: a ** p, "{0} ** {p}", "__pow__",
-               params=("p",), param_drawers={"p": exponents}, check=_pow_rule, transcendental=True,
+               params=("p",), param_drawers={"p": exponents}, domain=_pow_rule, transcendental=True,
                keeps_integers=False),
         OpSpec("exp", "extensions", (_T,), lambda a: a.exp(), lambda a: a.exp(), "{0}.exp()", "exp",
                transcendental=True, keeps_integers=False),
         OpSpec("log", "extensions", (_T,), lambda a: a.log(), lambda a: a.log(), "{0}.log()", "log",
-               check=_positive, transcendental=True, keeps_integers=False),
+               domain=_positive, transcendental=True, keeps_integers=False),
         OpSpec("tanh", "extensions", (_T,), lambda a: a.tanh(), lambda a: a.tanh(), "{0}.tanh()", "tanh",
                transcendental=True, keeps_integers=False),
         OpSpec("sigmoid", "extensions", (_T,), lambda a: a.sigmoid(), lambda a: a.sigmoid(), "{0}.sigmoid()",
@@ -347,25 +347,25 @@ OPS: Final[dict[str, OpSpec]] = {
         OpSpec("mean", "extensions", (_T,), lambda a: a.mean(), lambda a: a.mean(), "{0}.mean()", "mean",
                keeps_integers=False, concept="mean_vs_sum"),
         OpSpec("transpose", "extensions", (_T,), lambda a: a.T, lambda a: a.T, "{0}.T", "T",
-               check=_two_d(".T"), concept="shapes"),
+               domain=_two_d(".T"), concept="shapes"),
         OpSpec("reshape", "extensions", (_T,), lambda a, shape: a.reshape(shape), lambda a, shape: a.reshape(shape),
                "{0}.reshape({shape})", "reshape", params=("shape",), param_drawers={"shape": new_shapes},
-               check=_reshape_rule, concept="shapes"),
+               domain=_reshape_rule, concept="shapes"),
         OpSpec("maximum", "extensions", (_T, _T), lambda a, b: a.maximum(b), lambda a, b: a.maximum(b),
-               "{0}.maximum({1})", "maximum", check=_no_ties, smooth=False, concept="routing"),
+               "{0}.maximum({1})", "maximum", domain=_no_ties, smooth=False, concept="routing"),
         OpSpec("max_pool2d", "extensions", (_T,), lambda a, k: a.max_pool2d(k), lambda a, k: F.max_pool2d(a, k),
                "{0}.max_pool2d({k})", "max_pool2d", params=("k",), param_drawers={"k": pool_sizes},
-               check=_pool_rule("max_pool2d"), rank=4, smooth=False, concept="pooling"),
+               domain=_pool_rule("max_pool2d"), rank=4, smooth=False, concept="pooling"),
         OpSpec("avg_pool2d", "extensions", (_T,), lambda a, k: a.avg_pool2d(k), lambda a, k: F.avg_pool2d(a, k),
                "{0}.avg_pool2d({k})", "avg_pool2d", params=("k",), param_drawers={"k": pool_sizes},
-               check=_pool_rule("avg_pool2d"), rank=4, keeps_integers=False, concept="pooling"),
+               domain=_pool_rule("avg_pool2d"), rank=4, keeps_integers=False, concept="pooling"),
         OpSpec("conv2d", "extensions", (_T, _T), lambda a, w: a.conv2d(w), lambda a, w: F.conv2d(a, w),
-               "{0}.conv2d({1})", "conv2d", check=_conv_rule, rank=4),
+               "{0}.conv2d({1})", "conv2d", domain=_conv_rule, rank=4),
         OpSpec("index", "extensions", (_T, _I), lambda w, ids: w[ids], lambda w, ids: w[ids], "{0}[{1}]",
-               "__getitem__", check=_index_rule, concept="embedding"),
+               "__getitem__", domain=_index_rule, concept="embedding"),
         OpSpec("batch_norm", "extensions", (_T,), lambda a, eps: a.batch_norm(eps=eps), _batch_norm,
                "{0}.batch_norm(eps={eps})", "batch_norm", params=("eps",), defaults={"eps": 1e-5},
-               check=_batch_norm_rule, transcendental=True, keeps_integers=False, concept="batchnorm"),
+               domain=_batch_norm_rule, transcendental=True, keeps_integers=False, concept="batchnorm"),
     ]
 }
 
@@ -432,7 +432,7 @@ def _operand_problem(spec: OpSpec, operands: Sequence[Any], params: dict[str, An
             tensors += 1
     if tensors == 0:
         return f"{spec.name} needs at least one tensor operand"
-    return spec.check(*operands, **params)
+    return spec.domain(*operands, **params)
 
 
 def needs_broadcasting(spec: OpSpec, operands: Sequence[Any]) -> bool:

@@ -105,7 +105,7 @@ def test_what_an_op_declares_for_random_graphs_is_held_to_its_domain_and_forward
     assert next_step(halve) == (
         "step 1 (cube): whole-number inputs give fractions: declare keeps_integers=False")
     pool = OPS["avg_pool2d"]
-    assert next_step(_cube(torch_fn=pool.torch_fn, check=pool.check, params=("k",),
+    assert next_step(_cube(torch_fn=pool.torch_fn, domain=pool.domain, params=("k",),
                            param_drawers=pool.param_drawers, keeps_integers=False)) == (
         "step 1 (cube): it takes only (N, C, H, W) operands: declare rank=4")
     assert next_step(_cube(rank=4)) == "step 1 (cube): it takes 2-D operands: declare rank=None"
