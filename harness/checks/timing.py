@@ -15,7 +15,8 @@ from typing import Callable, Final, Sequence
 import torch
 
 from harness.checks.builders import program as _program, tensor as _t
-from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, Observation, describe_error
+from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, Observation,
+                                    describe_error)
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.program import Program
 
