@@ -48,8 +48,6 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
 
 MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {
-    "harness.checks.targeted": "the targeted checks' registry and every targeted check",
-    "harness.checks.strategies": "the random graph strategies: one drawing procedure with its helpers",
     "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
     "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
     "harness.diagnosis.symptoms": "the rule mutations and the backward replay that finds one (new with issue 18)",
@@ -174,11 +172,13 @@ def test_no_module_imports_a_higher_stage():
 
 
 TORCH_FREE = ("harness.vocabulary", "harness.concepts", "harness.report", "harness.practice", "harness.ops",
-              "harness.program", "harness.compare", "harness.specs")
+              "harness.program", "harness.compare", "harness.specs.loader", "harness.specs.cases",
+              "harness.specs.format", "harness.specs.expressions", "harness.specs.yaml_nodes", "harness.specs.text")
 """Read without torch: the words, the result model, the scoring and every renderer (the command line
 shows a preflight verdict in milliseconds while the worker starts importing torch). The op table, graph
 programs, comparisons and spec cases compute with torch, but name it through ``harness.lazy_modules``:
-torch is imported when a graph first runs, not when they are read."""
+torch is imported when a graph first runs, not when they are read (``specs.as_checks``, which turns
+cases into checks, is grading and may import the checks)."""
 
 TORCH_AT_IMPORT: dict[str, str] = {
     "harness.sandbox": "the worker runs the submission on torch (the grader's side of it is standard library only)",
