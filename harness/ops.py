@@ -29,10 +29,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Final, Sequence
 
-import torch
-import torch.nn.functional as F
-
+from harness.lazy_modules import lazy_module
 from harness.vocabulary import LEVELS
+
+torch = lazy_module("torch", globals())
+F = lazy_module("torch.nn.functional", globals(), "F")
 
 __all__ = ["OpSpec", "OPS", "LEVELS", "op", "ops_for_level", "check_operands", "checked_apply", "broadcast_shape",
            "OperandError"]

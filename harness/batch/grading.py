@@ -18,7 +18,7 @@ from harness import __version__
 from harness.batch.collect import CollectedSubmission
 from harness.errors import HarnessError
 from harness.grade import GradeOptions, grade
-from harness.ops import LEVELS
+from harness.vocabulary import LEVELS
 from harness.preflight import MAX_SOURCE_BYTES, read_capped
 from harness.report.model import Report
 from harness.report.render import render_markdown

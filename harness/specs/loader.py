@@ -17,12 +17,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import torch
 import yaml
 
+from harness.lazy_modules import lazy_module
 from harness.specs.cases import ParsedCase, _CaseReader
 from harness.specs.format import CONCEPTS, DEFAULT_SPECS_DIR, Expectations, INITS, SpecCase, SpecError
 from harness.specs.yaml_nodes import _Source, _compose, split_lines
+
+torch = lazy_module("torch", globals())
 
 __all__ = [
     "SpecCase",
