@@ -27,6 +27,7 @@ from harness.errors import HarnessError
 from harness.grade import GradeOptions
 from harness.report.files import write_atomic
 from harness.report.html import render_html
+from harness.report.model import Report
 from harness.report.tables import gradescope_results, parse_visibility, render_csv, render_junit, summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
@@ -109,7 +110,7 @@ class BatchRun:
     """How a run went: every submission's report (graded now or earlier), and what it did not reach."""
 
     summary: dict[str, Any]
-    reports: dict[str, dict[str, Any]]
+    reports: dict[str, Report]
     reused: list[str] = field(default_factory=list)
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
@@ -192,13 +193,17 @@ def reusable_result(outdir: Path, sub: Submission) -> Graded | None:
     """The result of an earlier run for ``sub`` when its source is unchanged, else None."""
     json_path, md_path = outdir / "results" / f"{sub.id}.json", outdir / "results" / f"{sub.id}.md"
     try:
-        report = json.loads(json_path.read_text())
+        data = json.loads(json_path.read_text())
         markdown = md_path.read_text()
     except (OSError, ValueError):
         return None
-    if not isinstance(report, dict) or report.get("grader_version") != __version__:
+    if not isinstance(data, dict) or data.get("grader_version") != __version__:
         return None
-    if report.get("file") != sub.origin or report.get("source_sha256") != source_sha256(sub.path):
+    try:
+        report = Report.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # not a report this grader wrote: graded again
+    if report.file != sub.origin or report.source_sha256 != source_sha256(sub.path):
         return None
     return Graded(sub.id, report, markdown)
 
@@ -207,12 +212,12 @@ def write_result(outdir: Path, graded: Graded) -> None:
     """Write one submission's results: the Markdown first, the JSON last (a resume trusts a JSON only
     with its Markdown beside it)."""
     write_atomic(outdir / "results" / f"{graded.id}.md", graded.markdown)
-    write_atomic(outdir / "results" / f"{graded.id}.json", json.dumps(graded.report, indent=2) + "\n")
+    write_atomic(outdir / "results" / f"{graded.id}.json", graded.json())
 
 
 def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
               resume: bool = False, outputs: Outputs = Outputs(),
-              on_result: Callable[[str, Mapping[str, Any]], None] = lambda sid, report: None,
+              on_result: Callable[[str, Report], None] = lambda sid, report: None,
               on_reused: Callable[[int], None] = lambda count: None) -> BatchRun:
     """Grade ``submissions`` with ``pool`` into ``outdir`` and write the summaries.
 

@@ -26,29 +26,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Final, Iterable
+from typing import Final, Iterable
 
 from harness.integrity._resolve import Facts, Resolver, canonical
 from harness.integrity.allowlist import (AUTOGRAD_ATTRIBUTES, DUNDER_WALKS, FRAME_ATTRIBUTES, WHY, classify,
                                          classify_module, dangerous_builtin)
+from harness.report.model import ReviewEntry
 
 __all__ = ["inspect_source", "member_line", "Findings", "ReviewEntry"]
 
 _MAX_EXEC_DEPTH: Final = 3
 _CONSTRUCT_CHARS: Final = 80
-
-
-@dataclass(frozen=True)
-class ReviewEntry:
-    """A construct that is not proof of cheating but that a person should read."""
-
-    line: int | None
-    """Line in the submission; None for what was seen at run time with no single line to name."""
-    construct: str
-    why: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "construct": self.construct, "why": self.why}
 
 
 @dataclass(frozen=True)

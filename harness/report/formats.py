@@ -43,7 +43,7 @@ def _markdown(report: Report, colour: bool, verbose: bool, visibility: Sequence[
 
 def _gradescope(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
     """Gradescope's results.json: one test per check, with ``--visibility``'s rules."""
-    return json.dumps(gradescope_results(report.to_dict(), visibility), indent=2)
+    return json.dumps(gradescope_results(report, visibility), indent=2)
 
 
 FORMATS: Final[dict[str, Format]] = {
