@@ -207,8 +207,8 @@ def test_an_engine_whose_every_leaf_gradient_is_zero_is_told_so_first(graded):
     # op's rule explains that, the engine as a whole does.
     report = graded(SOLUTIONS / "hostile_forged_stdout.py")
     first = report.root_causes[0]
-    assert first["symptom"] == "all_zero", first
-    assert first["name"].startswith("Every leaf's gradient is zero"), first
+    assert first.symptom == "all_zero", first
+    assert first.name.startswith("Every leaf's gradient is zero"), first
 
 
 # ---- the reference and the template --------------------------------------------------------------

@@ -102,13 +102,13 @@ def concept_rates(reports: Iterable[Report]) -> dict[str, dict[str, Any]]:
             by_concept.setdefault(c.concept, []).append(c.outcome)
         for concept, outcomes in by_concept.items():
             entry = rates.setdefault(concept, {"candidates": 0, "all_passed": 0, "checks": 0, "checks_passed": 0})
-            entry.candidates += 1
-            entry.all_passed += all(o == "passed" for o in outcomes)
-            entry.checks += len(outcomes)
-            entry.checks_passed += sum(o == "passed" for o in outcomes)
+            entry["candidates"] += 1
+            entry["all_passed"] += all(o == "passed" for o in outcomes)
+            entry["checks"] += len(outcomes)
+            entry["checks_passed"] += sum(o == "passed" for o in outcomes)
     for entry in rates.values():
-        entry.pass_rate = round(entry.all_passed / entry.candidates, 3)
-        entry.check_pass_rate = round(entry.checks_passed / entry.checks, 3) if entry.checks else 0.0
+        entry["pass_rate"] = round(entry["all_passed"] / entry["candidates"], 3)
+        entry["check_pass_rate"] = round(entry["checks_passed"] / entry["checks"], 3) if entry["checks"] else 0.0
     return dict(sorted(rates.items(), key=lambda kv: (kv[1]["pass_rate"], kv[0])))
 
 

@@ -4,7 +4,7 @@ that would draw lines of a report."""
 import dataclasses
 
 from harness.checks.context import describe_error
-from harness.report.model import CheckResult, Report, changes, combine, exit_code
+from harness.report.model import CheckResult, Interview, Report, RootCause, changes, combine, exit_code
 from harness.report.render import render_text
 
 
@@ -14,20 +14,19 @@ def _report(level_scores: dict[str, tuple[float, float]], outcomes: dict[str, st
     levels = {level: {"score": s, "max_score": m} for level, (s, m) in level_scores.items()}
     return Report(file="s.py", status="graded", score=sum(s for s, _ in level_scores.values()),
                   max_score=sum(m for _, m in level_scores.values()), levels=levels, checks=checks,
-                  interview={"passed": True}, root_causes=tuple(causes))
+                  interview=Interview(passed=True, bar=0.0, core_score=0.0), root_causes=tuple(causes))
 
 
 def test_combining_keeps_each_level_once_and_adds_the_scores():
     core = _report({"core": (2.0, 3.0)}, {"core.a": "passed", "core.b": "passed", "core.c": "failed"},
-                   [{"bug": "overwrite", "name": "o", "checks": ["core.c"], "points": 1.0}])
+                   [RootCause("overwrite", "o", checks=("core.c",), points=1.0)])
     rest = _report({"core": (0.0, 3.0), "followups": (1.0, 2.0)}, {"followups.a": "passed", "followups.b": "failed"},
-                   [{"bug": "overwrite", "name": "o", "checks": ["followups.b"], "points": 1.0}])
+                   [RootCause("overwrite", "o", checks=("followups.b",), points=1.0)])
     both = combine(core, rest)
     assert both.levels == {"core": {"score": 2.0, "max_score": 3.0}, "followups": {"score": 1.0, "max_score": 2.0}}
     assert (both.score, both.max_score) == (3.0, 5.0)
     assert [c.id for c in both.checks] == ["core.a", "core.b", "core.c", "followups.a", "followups.b"]
-    assert both.root_causes == ({"bug": "overwrite", "name": "o", "checks": ["core.c", "followups.b"],
-                                 "points": 2.0},)
+    assert both.root_causes == (RootCause("overwrite", "o", checks=("core.c", "followups.b"), points=2.0),)
     assert both.interview == core.interview
 
 
@@ -43,15 +42,15 @@ def test_a_violation_in_either_part_is_a_violation_of_the_whole():
     # --watch: the core part graded clean, the follow-ups used torch's autograd.
     core = dataclasses.replace(
         _report({"core": (3.0, 3.0)}, {"core.a": "passed", "core.b": "passed", "core.c": "passed"}),
-        interview={"passed": True, "bar": 2.1, "core_score": 3.0, "needs_review": False, "gates_failed": []})
+        interview=Interview(passed=True, bar=2.1, core_score=3.0))
     rest = dataclasses.replace(_report({"followups": (0.0, 2.0)}, {"followups.a": "skipped"}),
                                status="integrity_violation", integrity_violations=("uses torch.autograd.grad",),
-                               interview={})
+                               interview=None)
     for both in (combine(core, rest), combine(rest, core)):
         assert both.status == "integrity_violation" and both.integrity_violations == ("uses torch.autograd.grad",)
         assert both.score == 0.0 and all(c.points == 0.0 for c in both.checks)
         assert all(v["score"] == 0.0 for v in both.levels.values())
-    assert combine(core, rest).interview["passed"] is False
+    assert combine(core, rest).interview.passed is False
     text = render_text(combine(core, rest))
     assert "integrity violation (the score is 0)" in text and "interview bar: passed" not in text
     assert text.splitlines()[-1].startswith("score 0.0/5.0  [integrity_violation]")
@@ -63,7 +62,7 @@ def test_worker_text_cannot_draw_a_line_of_the_text_report():
     message = describe_error({"type": f"Boom\n{fake}", "message": f"x\r\n{fake}", "where": "import"})
     report = Report(file="s.py", status="error", score=0.0, max_score=60.0, levels={"core": {"score": 0.0,
                     "max_score": 60.0}}, checks=(), message=f"importing the submission raised {message}",
-                    interview={"passed": False, "bar": 42.0, "core_score": 0.0})
+                    interview=Interview(passed=False, bar=42.0, core_score=0.0))
     lines = render_text(report).splitlines()
     assert [line for line in lines if fake in line] == [lines[1]]  # only inside the one escaped header line
     assert lines[1].startswith("could not be graded (error): importing the submission raised Boom\\nscore")
