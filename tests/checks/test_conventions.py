@@ -33,14 +33,14 @@ def _id(entry: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(launcher) -> Callable[[dict[str, Any]], Report]:
+def graded(launcher, reads_back) -> Callable[[dict[str, Any]], Report]:
     """The report of an entry's engine, graded once for the whole module."""
     done: dict[str, Report] = {}
 
     def run(entry: dict[str, Any]) -> Report:
         if entry["file"] not in done:
             options = GradeOptions(**{**OPTIONS, **(entry.get("options") or {})})
-            done[entry["file"]] = grade(CORPUS / entry["file"], options, launcher)
+            done[entry["file"]] = reads_back(grade(CORPUS / entry["file"], options, launcher))
         return done[entry["file"]]
 
     return run

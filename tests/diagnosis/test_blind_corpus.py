@@ -83,8 +83,8 @@ def test_every_corpus_file_has_an_expectation():
 
 
 @pytest.fixture(scope="module")
-def reports(launcher):
-    return {name: grade(CORPUS / name, GradeOptions(max_examples=20), launcher) for name in EXPECTED}
+def reports(launcher, reads_back):
+    return {name: reads_back(grade(CORPUS / name, GradeOptions(max_examples=20), launcher)) for name in EXPECTED}
 
 
 def _said(cause: dict) -> set:
