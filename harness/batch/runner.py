@@ -26,9 +26,9 @@ from harness.batch.similarity import THRESHOLD, similar_pairs
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
 from harness.report.files import write_atomic
-from harness.report.html import render_html
+from harness.report.formats import BATCH_FORMATS
 from harness.report.model import Report
-from harness.report.tables import gradescope_results, parse_visibility, render_csv, render_junit, summarise
+from harness.report.tables import gradescope_results, parse_visibility, summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
@@ -280,10 +280,11 @@ def write_summaries(submissions: Sequence[Submission], finished: Mapping[str, Gr
                           else outputs.similarity_threshold)
     summary = summarise(reports, settings=settings, similarity=pairs, pending=pending)
     write_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    write_atomic(outdir / "summary.csv", render_csv(summary))
-    write_atomic(outdir / "report.html", render_html(summary, reports))
+    for fmt in BATCH_FORMATS.values():
+        if fmt.file:
+            write_atomic(outdir / fmt.file, fmt.render(summary, reports))
     if outputs.junit is not None:
-        write_atomic(outputs.junit, render_junit(summary, reports))
+        write_atomic(outputs.junit, BATCH_FORMATS["junit"].render(summary, reports))
     if outputs.gradescope:
         for sid, report in reports.items():
             folder = outdir / "gradescope" / sid
