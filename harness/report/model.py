@@ -1,4 +1,10 @@
-"""What a grade produces: check results, the report, and the exit code it implies."""
+"""What a grade produces: check results, the report, and the exit code it implies.
+
+The one result model every stage may import (it imports none): the checks make ``CheckResult``s,
+the diagnosis ``RootCause``s, the scoring an ``Interview``, the integrity scan ``ReviewEntry``s, and
+every renderer reads the ``Report`` they make up. ``Report.to_dict`` is the published JSON report;
+``Report.from_dict`` reads it back into the same report, so a batch renders rows it graded earlier.
+"""
 
 from __future__ import annotations
 
