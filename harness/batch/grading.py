@@ -74,11 +74,10 @@ def grade_one(sub: Submission, options: GradeOptions, new_sandbox: Callable[[], 
                 sandbox.close()
     if report.file != sub.origin:
         report = dataclasses.replace(report, file=sub.origin)
-    markdown = render_markdown(report) + "\n"
-    # Wall time from the batch's side, sandbox start included (timings are not part of the contract).
     data = report.to_dict()
+    # Wall time from the batch's side, sandbox start included (timings are not part of the contract).
     data["timings"]["wall"] = round(time.perf_counter() - started, 3)
-    return Graded(sub.id, Report.from_dict(data), markdown)
+    return Graded(sub.id, Report.from_dict(data), render_markdown(report) + "\n")
 
 
 def not_graded(sub: Submission, options: GradeOptions, message: str, started: float) -> Report:
