@@ -49,8 +49,6 @@ MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {
     "harness.integrity._resolve": "alias resolution for the static scan: one visitor whose cases read best together",
     "harness.sandbox.launch": "the grader's side of the sandbox: bubblewrap's command line and the worker's life",
-    "harness.checks.targeted": "the targeted checks' registry and every targeted check",
-    "harness.checks.strategies": "the random graph strategies: one drawing procedure with its helpers",
     "harness.integrity.scan": "the static scan's visitor",
     "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
     "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
