@@ -25,7 +25,7 @@ from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
 from harness.integrity.use import runs_at_import, settle
 from harness.vocabulary import FAILING, FEATURES, LEVELS
-from harness.report.model import CheckResult, Report
+from harness.report.model import CheckResult, Report, RootCause
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.checks.registry import Check
@@ -513,7 +513,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
+            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[RootCause, ...] = (),
             diagnosis_error: str = "", source_note: str = "") -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in kept(shared.violations, options.variant))
     if violations and status == "graded":
@@ -529,7 +529,7 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
                 "max_score": rubric.levels.get(level, 0.0)}
         for level in levels_used
     }
-    review = tuple(entry.to_dict() for entry in kept_review((*static.review, *shared.review), options.variant))
+    review = kept_review((*static.review, *shared.review), options.variant)
     interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review),
                                  excused=_excused(scored))
     return Report(

@@ -10,6 +10,7 @@ candidate code cannot reach.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import inspect
