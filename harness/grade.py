@@ -1,38 +1,34 @@
-"""Grading one submission: the whole pipeline from a file to a ``Report``.
+"""Grading one submission: the stages composed, from a file to a ``Report``.
 
-submission -> worker (runs candidate code, returns raw values) -> verdicts
-(made here against torch) -> score (the rubric) -> a frozen Report that the
-renderers turn into text, JSON or Markdown.
+preflight (the source alone) -> the static scan -> the plan (targeted checks, spec cases,
+properties) -> the checks run in the submission's sandbox (``checks.run``) -> the diagnosis
+-> the score (``report.score``) -> a frozen Report that the renderers turn into text, JSON
+or Markdown.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from harness import __version__
-from harness.agreements import NOT_REQUIRED, Agreements
-from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
+from harness.agreements import Agreements
+from harness.variants import VARIANTS, kept, kept_review, not_credited
 from harness.errors import HarnessError
-from harness.integrity import Findings, member_line
+from harness.integrity import Findings
 from harness.integrity.use import runs_at_import, settle
-from harness.vocabulary import FAILING, FEATURES, LEVELS
+from harness.vocabulary import LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
+from harness.report.score import allot, score
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
 __all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths", "rediagnose"]
-
-LANES = 2
-"""Checks run at once, each lane with its own worker: one per core of the machines we run on."""
 
 
 @dataclass(frozen=True)
@@ -61,30 +57,11 @@ class GradeOptions:
     """Whether a submission file may be a symbolic link: a batch's never may (its candidates chose the files)."""
 
 
-@dataclass(frozen=True)
-class PlannedCheck:
-    id: str
-    level: str
-    concept: str
-    title: str
-    hint: str | None
-    requires: frozenset[str]
-    timeout: float
-    run: Callable[[Any], None]
-    cost: float = 1.0
-    """Rough seconds it takes on a correct engine; the costliest checks start first."""
-    isolated: bool = True
-    """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
-    a worker per case would cost more than the cases themselves."""
-    graph: tuple[Any, Any] | None = None
-    """(program, torch's outcome) for a check that runs one fixed graph: the diagnosis reads
-    passing ones to tell bugs apart."""
-
-
-def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
+def planned_checks(options: GradeOptions) -> list[Any]:
     """Every check this grade will consider, in order: targeted checks, spec cases, properties."""
     import harness.checks.properties  # noqa: F401  -- registers the property checks
     import harness.checks.saved_tensors  # noqa: F401  -- registers the saved-tensor audit
+    from harness.checks.run import PlannedCheck
     from harness.checks.targeted import CHECKS
     from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
@@ -149,16 +126,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     if submission.findings.violations and runs_at_import(submission.text, submission.findings):
         # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
         # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
-        skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
-                               _excuse(c, options, rubric) or
-                               "skipped: the source uses torch's autograd (an integrity violation)") for c in plan]
-        from harness.diagnosis.causes import diagnose_safely
-
-        skipped, causes, failure = diagnose_safely(skipped, submission.findings.violations, None, {})
-        return _report(path, "graded", "", skipped, rubric, options, submission.findings, _NOTHING_RAN,
-                       {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
-                       isolation_note="", sha256=submission.sha256, root_causes=causes, diagnosis_error=failure,
-                       source_note=submission.note)
+        return _skipped_for_violation(_Grading(options, rubric, submission, _isolation_of(sandbox)), plan, started)
     limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     owned: list[Any] = []
     try:
@@ -186,7 +154,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
     watchdog.start()
     try:
         timings = {"setup": time.perf_counter() - started}
-        report = _grade(submission, options, rubric, plan, box, started, timings)
+        report = _run(_Grading(options, rubric, submission, box.isolation, box.isolation_note), plan, box, started,
+                      timings)
     finally:
         watchdog.cancel()
         _close_quietly(owned)
@@ -209,9 +178,9 @@ def preflight(path: Path, options: GradeOptions, rubric: Rubric | None = None,
     try:
         return read_submission(path, options.class_name, scan=scan, follow_links=options.follow_links)
     except Unrunnable as exc:
-        return _report(Path(path), "error", exc.message, [], rubric or load_rubric(options.rubric), options,
-                       Findings(), _NOTHING_RAN, {}, isolation=_isolation_of(sandbox), isolation_note="",
-                       sha256=exc.sha256)
+        grading = _Grading(options, rubric or load_rubric(options.rubric),
+                           Submission(Path(path), "", exc.sha256, Findings()), _isolation_of(sandbox))
+        return grading.report("error", exc.message, [], {}, {})
 
 
 def _check_options(options: GradeOptions) -> None:
@@ -221,7 +190,7 @@ def _check_options(options: GradeOptions) -> None:
         raise HarnessError(f"unknown variant {options.variant!r} (choose from {', '.join(VARIANTS)})")
 
 
-def _plan(options: GradeOptions) -> list[PlannedCheck]:
+def _plan(options: GradeOptions) -> list[Any]:
     from harness.specs import SpecError
 
     try:
@@ -237,9 +206,6 @@ def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:
     if isinstance(sandbox, Launcher):
         return sandbox.mode
     return "basic" if bubblewrap_missing() else "sandbox"
-
-
-_NOTHING_RAN = SimpleNamespace(violations=(), output={}, review=())
 
 
 def _close_quietly(things: Sequence[Any]) -> None:
@@ -303,103 +269,55 @@ _LATE_IMPORTS = (
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )
 
-def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
-           sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
-    from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
+def _skipped_for_violation(grading: _Grading, plan: Sequence[Any], started: float) -> Report:
+    """Every check skipped: the source uses torch's autograd on a line that runs at import."""
+    from harness.checks.run import result
     from harness.diagnosis.causes import diagnose_safely
 
-    path, static, sha256 = submission.path, submission.findings, submission.sha256
-    finish = functools.partial(_report, isolation=sandbox.isolation, isolation_note=sandbox.isolation_note,
-                               sha256=sha256, source_note=submission.note)
-    module_name = path.stem if path.stem.isidentifier() else "solution"
+    static = grading.submission.findings
+    skipped = [result(c, "skipped", grading.excuse(c) or "skipped: the source uses torch's autograd (an integrity "
+                                                          "violation)") for c in plan]
+    points = allot(grading.rubric, skipped)
+    skipped, causes, failure = diagnose_safely(skipped, static.violations, points, {})
+    return grading.report("graded", "", skipped, points, {"total": time.perf_counter() - started},
+                          found=_found(static, grading.options.variant), causes=causes, diagnosis_error=failure)
+
+
+def _run(grading: _Grading, plan: Sequence[Any], sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
+    """Run the plan on the submission in ``sandbox``, diagnose the failures, and score."""
+    from harness.checks.context import Context, Shared
+    from harness.checks.run import run_checks, start, triage
+    from harness.diagnosis.causes import diagnose_safely
+
+    options, submission = grading.options, grading.submission
+    static, path = submission.findings, submission.path
     sandbox.provide_source(path, submission.text)
-    shared = Shared(deadline=started + options.time_limit)
-    shared.trace_calls = bool(static.violations)  # evidence of use: which functions ran
+    shared = Shared(deadline=started + options.time_limit, trace_calls=bool(static.violations))
+
+    def new_context(members: frozenset[str] = frozenset()) -> Context:
+        return Context(sandbox, path, options.class_name, path.stem if path.stem.isidentifier() else "solution",
+                       shared, seed=options.seed, max_examples=options.max_examples, variant=options.variant,
+                       members=members)
 
     def settled() -> Findings:
         return settle(static, submission.text, shared.ran) if static.violations else static
 
-    def new_context() -> Context:
-        ctx = Context(sandbox, path, options.class_name, module_name, shared)
-        ctx.seed, ctx.max_examples = options.seed, options.max_examples
-        ctx.variant = options.variant
-        return ctx
-
-    ctx = new_context()
-    t0 = time.perf_counter()
-    try:
-        hello = ctx.worker().hello
-    except (CandidateError, CandidateTimeout) as exc:
-        status = "timeout" if isinstance(exc, CandidateTimeout) else "error"
-        ctx.retire()
-        return finish(path, status, exc.message, [], rubric, options, settled(), shared, timings)
-    timings["import"] = time.perf_counter() - t0
-    if hello.get("has_class"):  # integrity: is it an engine at all (finite differences)?
-        from harness.checks.probes import review_at_run_time
-
-        review_at_run_time(ctx, set(hello.get("members", [])),
-                           member_line(submission.text, options.class_name, "backward"))
-    ctx.retire()
-    if not hello.get("has_class"):
-        import ast
-
-        from harness.preflight import suggest_class
-
-        try:
-            hint = suggest_class(ast.parse(submission.text), options.class_name)
-        except (SyntaxError, RecursionError, MemoryError, ValueError):
-            hint = ""
-        return finish(path, "error", f"the submission defines no class named {options.class_name!r}{hint}", [], rubric,
-                      options, settled(), shared, timings)
-    members = set(hello.get("members", []))
-    features = hello.get("features", {})
-
-    results: dict[str, CheckResult] = {}
-    runnable: list[PlannedCheck] = []
-    for planned in plan:
-        missing = _missing(planned.requires, members, features, options.class_name)
-        excuse = _excuse(planned, options, rubric)
-        if excuse:
-            results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
-                                              "skipped", excuse)
-        elif missing:
-            results[planned.id] = CheckResult(planned.id, planned.level, planned.concept, planned.title,
-                                              "not_attempted", f"not attempted: {missing}")
-        else:
-            runnable.append(planned)
-
-    # Two lanes, each with its own worker, keep both cores busy: the grader's process
-    # works hardest on hypothesis searches, the worker on probes and spec cases, so
-    # the lanes take the costliest checks first from one shared queue.
-    queue = sorted(runnable, key=lambda c: -c.cost)
-    lock = threading.Lock()
-
-    def run_lane() -> None:
-        lane_ctx = new_context()
-        lane_ctx.members = members
-        try:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    planned = queue.pop(0)
-                results[planned.id] = _run_check(planned, lane_ctx, options, timings)
-        finally:
-            lane_ctx.retire()
-
-    with ThreadPoolExecutor(max_workers=LANES) as pool:
-        for future in [pool.submit(run_lane) for _ in range(LANES)]:
-            future.result()
+    hello, status, message = start(new_context(), submission.text, options.class_name, timings)
+    if hello is None:
+        return grading.report(status, message, [], {}, timings, found=_found(settled(), options.variant, shared))
+    members = frozenset(hello.get("members", []))
+    results, runnable = triage(plan, members, hello.get("features", {}), options.class_name, grading.excuse)
+    results.update(run_checks(runnable, lambda: new_context(members), timings))
     t0 = time.perf_counter()
     static = settled()
-    graded, causes, failure = diagnose_safely(
-        [results[c.id] for c in plan], (*static.violations, *kept(shared.violations, options.variant)),
-        rubric.allot([(c.id, c.level) for c in plan], _excused(results.values())),
-        {c.id: c.graph for c in plan if c.graph is not None})
+    ordered = [results[c.id] for c in plan]
+    points = allot(grading.rubric, ordered)
+    graded, causes, failure = diagnose_safely(ordered, (*static.violations, *kept(shared.violations, options.variant)),
+                                              points, {c.id: c.graph for c in plan if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
-    return finish(path, "graded", "", graded, rubric, options, static, shared, timings, root_causes=causes,
-                  diagnosis_error=failure)
+    return grading.report("graded", "", graded, points, timings, found=_found(static, options.variant, shared),
+                          causes=causes, diagnosis_error=failure)
 
 
 def rediagnose(report: Report, options: GradeOptions) -> Report:
@@ -419,142 +337,59 @@ def rediagnose(report: Report, options: GradeOptions) -> Report:
     return dataclasses.replace(report, checks=tuple(checks), root_causes=causes, diagnosis_error=failure)
 
 
-def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
-    from harness.checks.context import CandidateError, CandidateTimeout, Failed, NotAttempted
-
-    base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
-    skip = ctx.shared.why_skip()
-    if skip:
-        return CheckResult(**base, outcome="skipped", message=f"skipped: {skip}")
-    ctx.begin(time.perf_counter() + planned.timeout, fresh=planned.isolated)
-    t = time.perf_counter()
-    outcome, message, details, evidence = "passed", "", {}, None
-    try:
-        planned.run(ctx)
-    except Failed as exc:
-        outcome, message, details, evidence = "failed", exc.message, exc.details, exc.evidence
-    except NotAttempted as exc:
-        outcome, message = "not_attempted", f"not attempted: {exc.message}"
-    except CandidateTimeout as exc:
-        outcome, message, details, evidence = "timeout", exc.message, exc.details, exc.evidence
-    except CandidateError as exc:
-        outcome, message, details, evidence = "error", exc.message, exc.details, exc.evidence
-    except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
-        outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
-    notes = getattr(ctx, "notes", None)
-    if notes:
-        details = {**notes, **details}
-    if outcome in FAILING and planned.hint and "hint" not in details:
-        details = {**details, "hint": planned.hint}
-    if outcome in FAILING:
-        details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
-    if evidence is not None and outcome in ("failed", "error"):
-        evidence, details = _smallest_reproduction(evidence, details, ctx)
-    elapsed = time.perf_counter() - t
-    timings[planned.id] = elapsed
-    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
-
-
-def _with_explain(hint: str | None, concept: str) -> str:
-    """A failing check's hint, ending with the concept to read about."""
-    from harness.concepts import explain_line
-
-    hint = (hint or "").rstrip()
-    if hint and not hint.endswith((".", "!", "?", ")")):
-        hint += "."
-    return f"{hint} {explain_line(concept)}".strip()
-
-
-def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:
-    """The failing program without its dead steps, when the candidate fails it the same way; and its snippet.
-
-    Dropping a step that does not lead to the output cannot change a correct gradient,
-    but it might change a buggy engine's behaviour: the smaller program is kept only
-    when running it again reproduces the check's failure word for word.
-    """
-    from harness.checks.context import Evidence, judge
-    from harness.checks.snippets import reproduce
-
-    parts = ("error", "values", "requires_grad", "grads")
-    smaller = evidence.program.live()
-    if smaller is not evidence.program and evidence.observation is not None:
-        try:
-            before = judge(evidence.program, evidence.observation, evidence.expected, parts)
-            observed = ctx.run(smaller, timeout=5.0)
-            expected = smaller.run_torch()
-            after = judge(smaller, observed, expected, parts)
-            if before is not None and after is not None and after.message == before.message:
-                evidence = Evidence(smaller, observed, expected)
-        except Exception:  # a second run is a bonus: whatever goes wrong, keep the original
-            pass
-    details = {**details, "graph": evidence.program.summary()}
-    if len(evidence.program.steps) > SNIPPET_STEPS:
-        details.pop("snippet", None)  # thousands of lines help no one: the message says what to look at
-        return evidence, details
-    snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
-    if not snippet:
-        details.pop("snippet", None)
-        return evidence, details
-    return evidence, {**details, "snippet": snippet}
-
-
-SNIPPET_STEPS = 40
-"""Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
-
-
 def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
     """The agreements a grade applies: the command line's terms over the rubric's."""
     return options.agreements.over(rubric.agreements)
 
 
-def _excuse(planned: PlannedCheck, options: GradeOptions, rubric: Rubric) -> str | None:
-    """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
-    return agreements_of(options, rubric).excuse(planned.requires) or not_credited(planned.concept, options.variant)
+@dataclass(frozen=True)
+class _Found:
+    """What a grade found besides the verdicts: integrity violations and review entries, the submission's output."""
+
+    violations: tuple[str, ...] = ()
+    review: tuple[dict[str, Any], ...] = ()
+    output: dict[str, str] = field(default_factory=dict)
 
 
-def _excused(results: Any) -> set[str]:
-    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith((NOT_REQUIRED, NOT_CREDITED_TEXT))}
+def _found(static: Findings, variant: str, shared: Any = None) -> _Found:
+    """The static findings and, once something ran, what ``shared`` saw at run time, as the variant keeps them."""
+    at_run_time = kept(shared.violations, variant) if shared is not None else ()
+    review = kept_review((*static.review, *(shared.review if shared is not None else ())), variant)
+    return _Found(tuple(static.violations) + tuple(f"at run time: {v}" for v in at_run_time),
+                  tuple(entry.to_dict() for entry in review), dict(shared.output) if shared is not None else {})
 
 
-def _missing(requires: frozenset[str], members: set[str], features: dict[str, Any], class_name: str) -> str | None:
-    for need in sorted(requires):
-        if need.startswith("feature:"):
-            name = need.removeprefix("feature:")
-            if name in FEATURES and not features.get(FEATURES[name][0]):
-                return FEATURES[name][1]
-        elif need not in members:
-            return f"{class_name} has no {need}"
-    return None
+@dataclass(frozen=True)
+class _Grading:
+    """What one grade fixes before anything runs: its options and rubric, the submission, where it runs."""
 
+    options: GradeOptions
+    rubric: Rubric
+    submission: Submission
+    isolation: str
+    isolation_note: str = ""
 
-def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
-            options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
-            diagnosis_error: str = "", source_note: str = "") -> Report:
-    violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in kept(shared.violations, options.variant))
-    if violations and status == "graded":
-        status = "integrity_violation"
-    points = rubric.allot([(r.id, r.level) for r in results], _excused(results))
-    scored = []
-    for r in results:
-        earned = points[r.id] if r.outcome == "passed" and status == "graded" else 0.0
-        scored.append(dataclasses.replace(r, points=earned, max_points=points[r.id]))
-    levels_used = LEVELS if options.level == "all" else (options.level,)
-    levels = {
-        level: {"score": sum(r.points for r in scored if r.level == level),
-                "max_score": rubric.levels.get(level, 0.0)}
-        for level in levels_used
-    }
-    review = tuple(entry.to_dict() for entry in kept_review((*static.review, *shared.review), options.variant))
-    interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review),
-                                 excused=_excused(scored))
-    return Report(
-        file=str(path), status=status, score=sum(v["score"] for v in levels.values()),
-        max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=tuple(scored),
-        integrity_violations=violations, message=message, seed=options.seed, interview=interview,
-        output=dict(shared.output), timings=dict(timings), grader_version=__version__,
-        integrity_review=review, isolation=isolation, isolation_note=isolation_note, source_sha256=sha256,
-        source_note=source_note,
-        root_causes=root_causes, agreements=agreements_of(options, rubric).to_dict(), variant=options.variant,
-        diagnosis_error=diagnosis_error,
-    )
+    def excuse(self, planned: Any) -> str | None:
+        """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
+        return (agreements_of(self.options, self.rubric).excuse(planned.requires)
+                or not_credited(planned.concept, self.options.variant))
+
+    def report(self, status: str, message: str, results: Sequence[CheckResult], points: dict[str, float],
+               timings: dict[str, float], *, found: _Found = _Found(), causes: tuple[dict[str, Any], ...] = (),
+               diagnosis_error: str = "") -> Report:
+        """The Report: ``results`` scored with ``points`` (``report.score.allot``), and everything the grade found."""
+        options = self.options
+        if found.violations and status == "graded":
+            status = "integrity_violation"
+        scores = score(results, points, self.rubric, LEVELS if options.level == "all" else (options.level,),
+                       graded=status == "graded", needs_review=bool(found.review))
+        return Report(
+            file=str(self.submission.path), status=status, score=scores.total, max_score=scores.max_score,
+            levels=scores.levels, checks=scores.checks, integrity_violations=found.violations, message=message,
+            seed=options.seed, interview=scores.interview, output=dict(found.output), timings=dict(timings),
+            grader_version=__version__, integrity_review=found.review, isolation=self.isolation,
+            isolation_note=self.isolation_note, source_sha256=self.submission.sha256,
+            source_note=self.submission.note, root_causes=causes,
+            agreements=agreements_of(options, self.rubric).to_dict(), variant=options.variant,
+            diagnosis_error=diagnosis_error,
+        )
