@@ -27,7 +27,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     # with the escaping of the candidate's text it carries.
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
                              "harness.compare", "harness.concepts", "harness.agreements", "harness.notebooks",
-                             "harness.report", "harness.report.model", "harness.report.safety")),
+                             "harness.report", "harness.report.model", "harness.report.safety", "harness.options")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
     ("integrity (static)", ("harness.preflight", "harness.integrity.*")),
     # Running the submission: the grader's side, the worker and its tripwires, the task's variants
@@ -37,11 +37,11 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("specs", ("harness.specs.*",)),
     ("diagnosis", ("harness.diagnosis.*",)),
     ("scoring", ("harness.report.rubric", "harness.report.score")),
-    # grade.py composes the stages above into a Report.
-    ("composing", ("harness.grade",)),
+    # grade.py composes the stages above into a Report: the plan, and the grader's own process made safe first.
+    ("composing", ("harness.grade", "harness.plan", "harness.protection")),
     # Renderers read the result model; nothing in the pipeline imports them.
     ("renderers", ("harness.report.*",)),
-    ("sessions", ("harness.batch.*", "harness.practice")),
+    ("sessions", ("harness.batch.*", "harness.practice", "harness.watch")),
     ("command line", ("harness.cli.*",)),
 ]
 
