@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from harness import __version__
 from harness.agreements import Agreements
@@ -30,6 +30,10 @@ from harness.report.score import allot, score
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
 from harness.variants import VARIANTS, kept, kept_review, not_credited
 from harness.vocabulary import LEVELS
+
+if TYPE_CHECKING:  # imported when a grade runs: they import torch
+    from harness.checks.context import Shared
+    from harness.checks.run import PlannedCheck
 
 __all__ = ["GradeOptions", "grade", "grade_submission", "preflight", "planned_checks", "protect_grader", "spec_paths"]
 
@@ -140,7 +144,7 @@ def _close_quietly(box: Sandbox) -> None:
         pass
 
 
-def _skipped_for_violation(grading: _Grading, checks: Sequence[Any], started: float) -> Report:
+def _skipped_for_violation(grading: _Grading, checks: Sequence[PlannedCheck], started: float) -> Report:
     """Every check skipped: the source uses torch's autograd on a line that runs at import."""
     from harness.checks.run import result
     from harness.diagnosis.causes import diagnose_safely
@@ -154,7 +158,7 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[Any], started: fl
                           found=_found(static, grading.options.variant), causes=causes, diagnosis_error=failure)
 
 
-def _run(grading: _Grading, checks: Sequence[Any], sandbox: Sandbox, started: float, timings: dict[str, float]
+def _run(grading: _Grading, checks: Sequence[PlannedCheck], sandbox: Sandbox, started: float, timings: dict[str, float]
          ) -> Report:
     """Run ``checks`` on the submission in ``sandbox``, diagnose the failures, and score."""
     from harness.checks.context import Context, Shared
@@ -206,7 +210,7 @@ class _Found:
     output: dict[str, str] = field(default_factory=dict)
 
 
-def _found(static: Findings, variant: str, shared: Any = None) -> _Found:
+def _found(static: Findings, variant: str, shared: Shared | None = None) -> _Found:
     """The static findings and, once something ran, what ``shared`` saw at run time, as the variant keeps them."""
     at_run_time = kept(shared.violations, variant) if shared is not None else ()
     review = kept_review((*static.review, *(shared.review if shared is not None else ())), variant)
@@ -224,7 +228,7 @@ class _Grading:
     isolation: str
     isolation_note: str = ""
 
-    def excuse(self, planned: Any) -> str | None:
+    def excuse(self, planned: PlannedCheck) -> str | None:
         """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
         return (agreements_of(self.options, self.rubric).excuse(planned.requires)
                 or not_credited(planned.concept, self.options.variant))
