@@ -196,11 +196,6 @@ def _run(grading: _Grading, checks: Sequence[PlannedCheck], sandbox: Sandbox, st
                           causes=causes, diagnosis_error=failure)
 
 
-def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
-    """The agreements a grade applies: the command line's terms over the rubric's."""
-    return options.agreements.over(rubric.agreements)
-
-
 @dataclass(frozen=True)
 class _Found:
     """What a grade found besides the verdicts: integrity violations and review entries, the submission's output."""
@@ -228,10 +223,14 @@ class _Grading:
     isolation: str
     isolation_note: str = ""
 
+    @property
+    def agreements(self) -> Agreements:
+        """The agreements this grade applies: the command line's terms over the rubric's."""
+        return self.options.agreements.over(self.rubric.agreements)
+
     def excuse(self, planned: PlannedCheck) -> str | None:
         """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
-        return (agreements_of(self.options, self.rubric).excuse(planned.requires)
-                or not_credited(planned.concept, self.options.variant))
+        return self.agreements.excuse(planned.requires) or not_credited(planned.concept, self.options.variant)
 
     def report(self, status: str, message: str, results: Sequence[CheckResult], points: dict[str, float],
                timings: dict[str, float], *, found: _Found = _Found(), causes: tuple[dict[str, Any], ...] = (),
@@ -249,6 +248,6 @@ class _Grading:
             grader_version=__version__, integrity_review=found.review, isolation=self.isolation,
             isolation_note=self.isolation_note, source_sha256=self.submission.sha256,
             source_note=self.submission.note, root_causes=causes,
-            agreements=agreements_of(options, self.rubric).to_dict(), variant=options.variant,
+            agreements=self.agreements.to_dict(), variant=options.variant,
             diagnosis_error=diagnosis_error,
         )
