@@ -68,6 +68,17 @@ def test_options_reach_the_grader(monkeypatch, invoke, submission, tmp_path):
         submission, "core", 7, "Value", (specs,), 30)
 
 
+def test_the_file_is_read_once_and_that_reading_is_graded(monkeypatch, invoke, submission):
+    reads, graded = [], []
+    real = harness.grade.read_submission
+    monkeypatch.setattr(harness.grade, "read_submission", lambda *a, **k: reads.append(a) or real(*a, **k))
+    monkeypatch.setattr(harness.grade, "grade_submission",
+                        lambda sub, options, sandbox: graded.append(sub) or _report())
+    assert invoke(submission, "--format", "json").exit_code == 0
+    assert len(reads) == 1
+    assert [(s.path, s.text) for s in graded] == [(submission, "class Tensor: pass\n")]
+
+
 def test_json_has_the_contract_fields(monkeypatch, invoke, submission):
     monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report("failed"))
     data = json.loads(invoke(submission, "--format", "json").stdout)
