@@ -8,6 +8,7 @@ or Markdown.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -79,7 +80,8 @@ def grade_submission(submission: Submission, options: GradeOptions, sandbox: Lau
     finally:
         watchdog.cancel()
         if box is not sandbox:
-            _close_quietly(box)
+            with contextlib.suppress(Exception):  # clean-up never changes a verdict: closing must not raise
+                box.close()
     if fired.is_set() and report.status != "integrity_violation":
         report = dataclasses.replace(report, status="timeout", message=(
             f"the grade ran past its time limit of {options.time_limit:g} s and the submission was stopped; "
@@ -134,14 +136,6 @@ def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:
     if isinstance(sandbox, Launcher):
         return sandbox.mode
     return "basic" if bubblewrap_missing() else "sandbox"
-
-
-def _close_quietly(box: Sandbox) -> None:
-    """Clean-up never changes a verdict: whatever a submission left behind, closing it must not raise."""
-    try:
-        box.close()
-    except Exception:
-        pass
 
 
 def _skipped_for_violation(grading: _Grading, checks: Sequence[PlannedCheck], started: float) -> Report:
