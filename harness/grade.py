@@ -34,7 +34,7 @@ from harness.vocabulary import LEVELS
 
 if TYPE_CHECKING:  # imported when a grade runs: they import torch
     from harness.checks.context import Shared
-    from harness.checks.run import PlannedCheck
+    from harness.checks.registry import Check
 
 __all__ = ["GradeOptions", "grade", "grade_submission", "preflight", "planned_checks", "protect_grader", "spec_paths"]
 
@@ -138,7 +138,7 @@ def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:
     return "basic" if bubblewrap_missing() else "sandbox"
 
 
-def _skipped_for_violation(grading: _Grading, checks: Sequence[PlannedCheck], started: float) -> Report:
+def _skipped_for_violation(grading: _Grading, checks: Sequence[Check], started: float) -> Report:
     """Every check skipped: the source uses torch's autograd on a line that runs at import."""
     from harness.checks.run import result
     from harness.diagnosis.causes import diagnose_safely
@@ -152,7 +152,7 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[PlannedCheck], st
                           found=_found(static, grading.options.variant), causes=causes, diagnosis_error=failure)
 
 
-def _run(grading: _Grading, checks: Sequence[PlannedCheck], sandbox: Sandbox, started: float, timings: dict[str, float]
+def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: float, timings: dict[str, float]
          ) -> Report:
     """Run ``checks`` on the submission in ``sandbox``, diagnose the failures, and score."""
     from harness.checks.context import Context, Shared
@@ -222,7 +222,7 @@ class _Grading:
         """The agreements this grade applies: the command line's terms over the rubric's."""
         return self.options.agreements.over(self.rubric.agreements)
 
-    def excuse(self, planned: PlannedCheck) -> str | None:
+    def excuse(self, planned: Check) -> str | None:
         """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
         return self.agreements.excuse(planned.requires) or not_credited(planned.concept, self.options.variant)
 

@@ -55,7 +55,7 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
-    "harness.checks.saved_tensors",
+    "harness.checks.saved_tensors", "harness.checks.ties", "harness.specs.as_checks",
     "harness.checks.examples", "harness.specs", "harness.checks.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     "harness.checks.probes", "harness.checks.run", "harness.checks.observation",

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.concepts import DEPTHS, concepts, explain_line
 from harness.diagnosis.catalogue import BUGS
-from harness.checks.run import PlannedCheck, run_check
+from harness.checks.registry import Check
+from harness.checks.run import run_check
 from harness.grade import GradeOptions, planned_checks
 from harness.ops import OPS
 
@@ -86,11 +87,10 @@ def test_a_failing_checks_hint_ends_with_the_explain_line():
     def run(ctx):
         raise Failed("a.grad is wrong")
 
-    planned = PlannedCheck("core.x", "core", "accumulation", "t", "Add every contribution with +=", frozenset(),
-                           5.0, run)
+    planned = Check("core.x", "core", "accumulation", "t", "Add every contribution with +=", frozenset(),
+                    5.0, run)
     result = run_check(planned, _ctx(), {})
     assert result.details["hint"] == "Add every contribution with +=. Read `grade explain accumulation`."
     assert result.details["hint"].endswith(explain_line(result.concept))
-    passing = run_check(PlannedCheck("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None),
-                        _ctx(), {})
+    passing = run_check(Check("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None), _ctx(), {})
     assert "hint" not in passing.details

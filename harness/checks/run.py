@@ -12,16 +12,16 @@ import ast
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
+from harness.checks.registry import Check
 from harness.integrity import member_line
 from harness.preflight import suggest_class
 from harness.report.model import CheckResult
 from harness.vocabulary import FAILING, FEATURES
 
-__all__ = ["PlannedCheck", "LANES", "SNIPPET_STEPS", "start", "triage", "result", "run_checks", "run_check"]
+__all__ = ["LANES", "SNIPPET_STEPS", "start", "triage", "result", "run_checks", "run_check"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -30,27 +30,7 @@ SNIPPET_STEPS = 40
 """Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
 
 
-@dataclass(frozen=True)
-class PlannedCheck:
-    id: str
-    level: str
-    concept: str
-    title: str
-    hint: str | None
-    requires: frozenset[str]
-    timeout: float
-    run: Callable[[Any], None]
-    cost: float = 1.0
-    """Rough seconds it takes on a correct engine; the costliest checks start first."""
-    isolated: bool = True
-    """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
-    a worker per case would cost more than the cases themselves."""
-    graph: tuple[Any, Any] | None = None
-    """(program, torch's outcome) for a check that runs one fixed graph: the diagnosis reads
-    passing ones to tell bugs apart."""
-
-
-def result(planned: PlannedCheck, outcome: str, message: str) -> CheckResult:
+def result(planned: Check, outcome: str, message: str) -> CheckResult:
     """The result of a check that was not run: skipped or not attempted, and why."""
     return CheckResult(planned.id, planned.level, planned.concept, planned.title, outcome, message)
 
@@ -81,11 +61,11 @@ def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -
     return hello, "", ""
 
 
-def triage(plan: Iterable[PlannedCheck], members: frozenset[str], features: dict[str, Any], class_name: str,
-           excuse: Callable[[PlannedCheck], str | None]) -> tuple[dict[str, CheckResult], list[PlannedCheck]]:
+def triage(plan: Iterable[Check], members: frozenset[str], features: dict[str, Any], class_name: str,
+           excuse: Callable[[Check], str | None]) -> tuple[dict[str, CheckResult], list[Check]]:
     """The checks that will not run (excused, or needing what the engine lacks) with their results, and the rest."""
     results: dict[str, CheckResult] = {}
-    runnable: list[PlannedCheck] = []
+    runnable: list[Check] = []
     for planned in plan:
         missing = _missing(planned.requires, members, features, class_name)
         why = excuse(planned)
@@ -109,7 +89,7 @@ def _missing(requires: frozenset[str], members: frozenset[str], features: dict[s
     return None
 
 
-def run_checks(runnable: Sequence[PlannedCheck], new_context: Callable[[], Context],
+def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context],
                timings: dict[str, float]) -> dict[str, CheckResult]:
     """Every check of ``runnable``, in ``LANES`` lanes, each with a context (and worker) of its own."""
     # Two lanes keep both cores busy: the grader's process works hardest on hypothesis
@@ -137,7 +117,7 @@ def run_checks(runnable: Sequence[PlannedCheck], new_context: Callable[[], Conte
     return results
 
 
-def run_check(planned: PlannedCheck, ctx: Context, timings: dict[str, float]) -> CheckResult:
+def run_check(planned: Check, ctx: Context, timings: dict[str, float]) -> CheckResult:
     """Run one check in ``ctx``: its outcome, message and details, and its time in ``timings``."""
     base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
     skip = ctx.shared.why_skip()

@@ -5,11 +5,12 @@ from types import SimpleNamespace
 import pytest
 
 from harness.checks.context import CandidateError, CandidateTimeout, Failed, NotAttempted
-from harness.checks.run import PlannedCheck, run_check, triage
+from harness.checks.registry import Check
+from harness.checks.run import run_check, triage
 
 
-def _planned(cid: str, run=lambda ctx: None, requires: frozenset[str] = frozenset()) -> PlannedCheck:
-    return PlannedCheck(cid, "core", "order", "t", None, requires, 5.0, run)
+def _planned(cid: str, run=lambda ctx: None, requires: frozenset[str] = frozenset()) -> Check:
+    return Check(cid, "core", "order", "t", None, requires, 5.0, run)
 
 
 def _ctx(skip: str | None = None):
