@@ -8,7 +8,6 @@ or Markdown.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from harness import __version__
-from harness.agreements import Agreements
+from harness.agreements import NOT_REQUIRED, Agreements
 from harness.errors import HarnessError
 from harness.integrity import Findings, inspect_source
 from harness.integrity.use import runs_at_import, settle
@@ -29,7 +28,8 @@ from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
 from harness.report.score import allot, score
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
-from harness.variants import VARIANTS, kept, kept_review, not_credited
+from harness.sandbox.opening import Opening
+from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.vocabulary import LEVELS
 
 if TYPE_CHECKING:  # imported when a grade runs: they import torch
@@ -56,13 +56,27 @@ def grade_submission(submission: Submission, options: GradeOptions, sandbox: Lau
     _check_options(options)
     rubric = load_rubric(options.rubric)
     submission = _scanned(submission, options.variant)
-    protect_grader()
-    checks = plan(options)
-    if submission.findings.violations and runs_at_import(submission.text, submission.findings):
+    limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
+    decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
+    # The sandbox opens while the grader imports and plans; the submission runs only once both are done.
+    opening = None if decided else Opening(sandbox, options.isolation, limits, min(limits.start_seconds,
+                                                                                    options.time_limit))
+    try:
+        protect_grader()
+        checks = plan(options)
+    except BaseException:
+        if opening is not None:
+            opening.close()
+        raise
+    if opening is None:
         # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
         # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
         return _skipped_for_violation(_Grading(options, rubric, submission, _isolation_of(sandbox)), checks, started)
-    box = sandbox if isinstance(sandbox, Sandbox) else _opened(sandbox, options)
+    try:
+        box = opening.result()
+    except SandboxUnavailable as exc:
+        opening.close()
+        raise HarnessError(str(exc)) from None
     # The watchdog: past the time limit the submission's sandbox is killed, whatever runs.
     fired = threading.Event()
 
@@ -79,9 +93,7 @@ def grade_submission(submission: Submission, options: GradeOptions, sandbox: Lau
                       timings)
     finally:
         watchdog.cancel()
-        if box is not sandbox:
-            with contextlib.suppress(Exception):  # clean-up never changes a verdict: closing must not raise
-                box.close()
+        opening.close()  # what the grade opened itself; never raises: clean-up never changes a verdict
     if fired.is_set() and report.status != "integrity_violation":
         report = dataclasses.replace(report, status="timeout", message=(
             f"the grade ran past its time limit of {options.time_limit:g} s and the submission was stopped; "
@@ -122,13 +134,6 @@ def _scanned(submission: Submission, variant: str) -> Submission:
     return dataclasses.replace(submission, findings=findings)
 
 
-def _opened(launcher: Launcher, options: GradeOptions) -> Sandbox:
-    try:
-        return launcher.sandbox(Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb))
-    except SandboxUnavailable as exc:
-        raise HarnessError(str(exc)) from None
-
-
 def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:
     """The isolation a grade would have had, for reports decided before anything ran."""
     if isinstance(sandbox, Sandbox):
@@ -146,7 +151,7 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[Check], started: 
     static = grading.submission.findings
     skipped = [result(c, "skipped", grading.excuse(c) or "skipped: the source uses torch's autograd (an integrity "
                                                           "violation)") for c in checks]
-    points = allot(grading.rubric, skipped)
+    points = allot(grading.rubric, skipped, excused(skipped))
     skipped, causes, failure = diagnose_safely(skipped, static.violations, points, {})
     return grading.report("graded", "", skipped, points, {"total": time.perf_counter() - started},
                           found=_found(static, grading.options.variant), causes=causes, diagnosis_error=failure)
@@ -181,7 +186,7 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
     t0 = time.perf_counter()
     static = settled()
     ordered = [results[c.id] for c in checks]
-    points = allot(grading.rubric, ordered)
+    points = allot(grading.rubric, ordered, excused(ordered))
     graded, causes, failure = diagnose_safely(ordered, (*static.violations, *kept(shared.violations, options.variant)),
                                               points, {c.id: c.graph for c in checks if c.graph is not None})
     timings["diagnosis"] = time.perf_counter() - t0
@@ -190,12 +195,17 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
                           causes=causes, diagnosis_error=failure)
 
 
+def excused(results: Sequence[CheckResult]) -> set[str]:
+    """The checks that score nothing and cost nothing: not required by the agreements, or not credited."""
+    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith((NOT_REQUIRED, NOT_CREDITED_TEXT))}
+
+
 @dataclass(frozen=True)
 class _Found:
     """What a grade found besides the verdicts: integrity violations and review entries, the submission's output."""
 
     violations: tuple[str, ...] = ()
-    review: tuple[dict[str, Any], ...] = ()
+    review: tuple[Any, ...] = ()
     output: dict[str, str] = field(default_factory=dict)
 
 
@@ -204,7 +214,7 @@ def _found(static: Findings, variant: str, shared: Shared | None = None) -> _Fou
     at_run_time = kept(shared.violations, variant) if shared is not None else ()
     review = kept_review((*static.review, *(shared.review if shared is not None else ())), variant)
     return _Found(tuple(static.violations) + tuple(f"at run time: {v}" for v in at_run_time),
-                  tuple(entry.to_dict() for entry in review), dict(shared.output) if shared is not None else {})
+                  tuple(review), dict(shared.output) if shared is not None else {})
 
 
 @dataclass(frozen=True)
@@ -234,7 +244,7 @@ class _Grading:
         if found.violations and status == "graded":
             status = "integrity_violation"
         scores = score(results, points, self.rubric, LEVELS if options.level == "all" else (options.level,),
-                       graded=status == "graded", needs_review=bool(found.review))
+                       excused=excused(results), graded=status == "graded", needs_review=bool(found.review))
         return Report(
             file=str(self.submission.path), status=status, score=scores.total, max_score=scores.max_score,
             levels=scores.levels, checks=scores.checks, integrity_violations=found.violations, message=message,

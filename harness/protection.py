@@ -6,6 +6,8 @@ could plant later (where it could write at all) is never loaded.
 
 from __future__ import annotations
 
+import gc
+
 from harness.sandbox import _linux
 
 __all__ = ["protect_grader"]
@@ -24,16 +26,29 @@ def protect_grader() -> None:
         _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     except OSError:
         pass
-    _keep_hypothesis_out_of_the_users_folders()
     import importlib
 
-    for name in _LATE_IMPORTS:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    # The first time, the imports' objects are made with the collector paused and frozen
+    # afterwards: they live as long as the process, and no later collection scans them again.
+    first, collecting = not _IMPORTED, gc.isenabled()
+    if first:
+        gc.disable()
+    try:
+        _keep_hypothesis_out_of_the_users_folders()
+        for name in _LATE_IMPORTS:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+    finally:
+        if first:
+            _IMPORTED.append(True)
+            gc.freeze()
+            if collecting:
+                gc.enable()
 
 
+_IMPORTED: list[bool] = []
 _HYPOTHESIS_HOME: list[str] = []
 
 

@@ -7,24 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import AbstractSet, Mapping, Sequence
 
-from harness.agreements import NOT_REQUIRED
-from harness.report.model import CheckResult
+from harness.report.model import CheckResult, Interview
 from harness.report.rubric import Rubric
-from harness.variants import NOT_CREDITED_TEXT
 
-__all__ = ["Scores", "allot", "excused", "score"]
-
-
-def excused(results: Iterable[CheckResult]) -> set[str]:
-    """The checks that score nothing and cost nothing: not required by the agreements, or not credited."""
-    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith((NOT_REQUIRED, NOT_CREDITED_TEXT))}
+__all__ = ["Scores", "allot", "score"]
 
 
-def allot(rubric: Rubric, results: Sequence[CheckResult]) -> dict[str, float]:
-    """Each check's points in ``rubric`` (check id -> points): the one allotment of a grade."""
-    return rubric.allot([(r.id, r.level) for r in results], excused(results))
+def allot(rubric: Rubric, results: Sequence[CheckResult], excused: AbstractSet[str]) -> dict[str, float]:
+    """Each check's points in ``rubric`` (check id -> points), nothing for the ``excused``: the one allotment of a grade."""
+    return rubric.allot([(r.id, r.level) for r in results], excused)
 
 
 @dataclass(frozen=True)
@@ -33,7 +26,8 @@ class Scores:
     """The results with the points each earned out of the points it could earn."""
     levels: dict[str, dict[str, float]]
     """Per level graded: its ``score`` and ``max_score``."""
-    interview: dict[str, Any]
+    interview: Interview | None
+    """None when the core level was not graded."""
 
     @property
     def total(self) -> float:
@@ -45,7 +39,7 @@ class Scores:
 
 
 def score(results: Sequence[CheckResult], points: Mapping[str, float], rubric: Rubric, levels: Sequence[str], *,
-          graded: bool, needs_review: bool) -> Scores:
+          excused: AbstractSet[str], graded: bool, needs_review: bool) -> Scores:
     """The scores of ``results`` over ``levels``, with ``points`` from ``allot``; nothing is earned unless ``graded``."""
     scored = tuple(dataclasses.replace(r, points=points[r.id] if r.outcome == "passed" and graded else 0.0,
                                        max_points=points[r.id]) for r in results)
@@ -54,5 +48,5 @@ def score(results: Sequence[CheckResult], points: Mapping[str, float], rubric: R
         for level in levels
     }
     interview = rubric.interview(by_level.get("core"), scored, graded=graded, needs_review=needs_review,
-                                 excused=excused(scored))
+                                 excused=set(excused))
     return Scores(scored, by_level, interview)
