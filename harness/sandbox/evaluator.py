@@ -21,7 +21,7 @@ import time
 import traceback
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -30,6 +30,7 @@ from harness.sandbox.tripwires import Tripwires, carries_autograd
 from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.sandbox.formulas import foreign_formulas
+from harness.sandbox.running_node import running_node
 from harness.sandbox.saved import kept_storages, storage_key
 from harness.variants import FOREIGN_FORMULA
 from harness.ops import OPS
@@ -63,7 +64,8 @@ _SUBMISSION_FILE: list[str] = []
 """The imported submission's path inside the sandbox, to find its frames in a traceback."""
 
 
-def _error(where: str, exc: BaseException, nodes: dict[int, str] | None = None) -> dict[str, Any]:
+def _error(where: str, exc: BaseException, nodes: dict[int, str] | None = None,
+           objects: Sequence[Any] = ()) -> dict[str, Any]:
     """An exception as plain facts: its type and message, the last frames, and its place in the submission.
 
     ``nodes`` maps id() of the graph's tensors to their steps (``h = x @ w``): the
@@ -78,29 +80,10 @@ def _error(where: str, exc: BaseException, nodes: dict[int, str] | None = None) 
         error["line"] = own[-1].lineno
         error["source_line"] = (own[-1].line or "").strip()[:200]
     if nodes:
-        node = _node_in(exc.__traceback__, nodes)
+        node = running_node(exc.__traceback__, nodes, objects, _SUBMISSION_FILE[0] if _SUBMISSION_FILE else None)
         if node:
             error["node"] = node
     return error
-
-
-def _node_in(tb: Any, nodes: dict[int, str]) -> str | None:
-    """The graph node that the innermost submission frame was working on, if it holds one."""
-    frames = []
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
-        if not (_SUBMISSION_FILE and frame.f_code.co_filename == _SUBMISSION_FILE[0]):
-            continue
-        local = frame.f_locals
-        for key in ("self", "out", "node", "t", "v"):
-            if key in local and id(local[key]) in nodes:
-                return nodes[id(local[key])]
-        for value in local.values():
-            if id(value) in nodes:
-                return nodes[id(value)]
-    return None
 
 
 class Evaluator:
@@ -209,7 +192,8 @@ class Evaluator:
                 [a if isinstance(a, str) else repr(a) for a in s["args"]],
                 {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in wire["steps"]}
             nodes = {id(results[name]): text for name, text in described.items() if name in results}
-            reply["error"] = _error(failed.where, failed.exc, nodes)
+            reply["error"] = _error(failed.where, failed.exc, nodes,
+                                    [results[name] for name in described if name in results])
             if failed.where.startswith("forward: "):
                 reply["error"]["node"] = described.get(failed.where.removeprefix("forward: "), "")
         reply["seconds"] = time.perf_counter() - started
