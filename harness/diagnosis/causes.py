@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, explains_composed, describe, localise, operand_name
-from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
+from harness.diagnosis.matching import Match, alike, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult
@@ -358,12 +358,12 @@ def _lone_op(program: Any, obs: Any, expected: Any) -> list[Finding]:
     if len(main) != 1:
         return []
     step = main[0]
-    if any(step.name in obs.values and not agree(obs.values[step.name], expected.values[step.name])
+    if any(step.name in obs.values and not alike(obs.values[step.name], expected.values[step.name])
            for step in program.steps):
         return []
     for slot, arg in enumerate(step.args):
         if isinstance(arg, str) and arg in obs.grads and expected.grads.get(arg) is not None \
-                and not agree(obs.grads.get(arg), expected.grads[arg]):
+                and not alike(obs.grads.get(arg), expected.grads[arg]):
             return [Finding(step.op, slot, "wrong_rule")]
     return []
 
@@ -389,10 +389,10 @@ def _blamed_op(program: Any, obs: Any, expected: Any) -> str | None:
     the first leaf with a wrong gradient (sum and + only when nothing else consumes it)."""
     if obs is not None and expected is not None and obs.error is None:
         for step in program.steps:
-            if step.name in obs.values and not agree(obs.values[step.name], expected.values[step.name]):
+            if step.name in obs.values and not alike(obs.values[step.name], expected.values[step.name]):
                 return step.op
         for leaf in program.leaves:
-            if leaf.name in obs.grads and not agree(obs.grads[leaf.name], expected.grads.get(leaf.name)):
+            if leaf.name in obs.grads and not alike(obs.grads[leaf.name], expected.grads.get(leaf.name)):
                 consumers = [s.op for s in program.steps if leaf.name in s.args]
                 plain = [op for op in consumers if op not in ("sum", "add")]
                 return (plain or consumers or [None])[0]

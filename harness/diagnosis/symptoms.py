@@ -21,7 +21,7 @@ from typing import Any, Callable, Final, Sequence
 
 import torch
 
-from harness.compare import same_values
+from harness.compare import as_zero_d, same_values
 from harness.ops import OPS, TENSOR
 from harness.program import Outcome, Program, Step
 
@@ -265,7 +265,7 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
                 return []  # the op computed its result right from operands something else changed
             return [Finding(step.op, None, "wrong_value")]
     targets = _targets(program, expected)
-    if all(_close(_as(got.grads.get(n), expected.grads[n]), expected.grads[n]) for n in targets):
+    if all(_close(got.grads.get(n), expected.grads[n]) for n in targets):
         # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
         for step in program.steps:
             flag = got.requires_grad.get(step.name)
@@ -340,7 +340,7 @@ def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:
         elif arg in got.values:
             if not isinstance(got.values[arg], torch.Tensor):
                 return False
-            operands.append(got.values[arg])
+            operands.append(as_zero_d(got.values[arg], expected.values.get(arg)))
         elif arg in expected.values:
             operands.append(expected.values[arg])
         else:
@@ -663,19 +663,13 @@ def _matches(grads: dict[str, Any], got: Any, targets: list[str]) -> bool:
         have = got.grads.get(name)
         if want is None and (have is None or (isinstance(have, torch.Tensor) and not have.abs().any())):
             continue
-        if not isinstance(have, torch.Tensor) or want is None or not _close(_as(have, want), want):
+        if not isinstance(have, torch.Tensor) or want is None or not _close(have, want):
             return False
     return True
 
 
-def _as(have: Any, want: Any) -> Any:
-    """A one-element gradient compared as the shape torch gives it, as judging forgives."""
-    if isinstance(have, torch.Tensor) and isinstance(want, torch.Tensor) and have.numel() == want.numel() == 1:
-        return have.reshape(want.shape)
-    return have
-
-
-def _close(a: Any, b: Any) -> bool:
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        return a is None and b is None
-    return same_values(a, b, RTOL, ATOL)
+def _close(got: Any, want: Any) -> bool:
+    """``got`` is ``want`` as a check judges it: one element in size-1 axes where ``want`` is 0-d is a convention."""
+    if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor):
+        return got is None and want is None
+    return same_values(as_zero_d(got, want), want, RTOL, ATOL)
