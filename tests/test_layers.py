@@ -56,7 +56,6 @@ LONG_MODULES: dict[str, str] = {
     "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
     "harness.sandbox.evaluator": "the worker's requests, one method each, and the guards around them",
     "harness.sandbox.tripwires": "the worker's runtime tripwires and their liveness checks",
-    "harness.diagnosis.symptoms": "the rule mutations and the backward replay that finds one (new with issue 18)",
 }
 
 
