@@ -39,6 +39,10 @@ MAX_STEPS: Final = 12
 """Larger graphs (the timing probes, unshrunk searches) are not localised: the cost of trying every mutation
 grows with the ops of the graph, and a shrunk failing graph is smaller than this."""
 
+REPLAY_STEPS: Final = 500
+"""Larger graphs are not replayed to test one finding: one replay costs a vector-Jacobian product per op."""
+
+
 @dataclass(frozen=True)
 class Symptom:
     id: str
@@ -55,6 +59,9 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "this value"),
     Symptom("raises", "raises {detail} in the forward pass on operands it must accept",
             "run the reproduction below: the op fails before any gradient is computed"),
+    Symptom("raises_without_grad", "the backward rule raises {detail} when {b} does not require grad (its .grad is None)",
+            "a tensor that does not require grad keeps .grad None: the rule must skip it (or never add to its None)",
+            concept="requires_grad"),
     Symptom("requires_grad_flag", "a result's requires_grad is not True exactly when one of its inputs requires grad",
             "set requires_grad on every result from its inputs (any of them requiring grad), and record the graph "
             "only then", concept="requires_grad"),
@@ -151,13 +158,15 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
 
 def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
     """Whether an engine with this wrong rule would get ``program`` wrong (so one that passes it lacks the rule)."""
-    if finding.symptom == "first_path" and len(program.steps) <= MAX_STEPS:
+    if finding.symptom == "first_path" and len(program.steps) <= REPLAY_STEPS:
         try:
             grads = first_path(program, forward(program))
         except (RuntimeError, ValueError, IndexError, TypeError):
             return False
         return any(not close(grads.get(n), expected.grads[n]) for n in graded_leaves(program, expected))
-    if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > MAX_STEPS:
+    if finding.symptom == "raises_without_grad":
+        return _constant_operand(program, expected, finding.op, finding.operand) is not None
+    if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > REPLAY_STEPS:
         return False
     kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
     if kind == "dtype":
@@ -213,10 +222,10 @@ def explains_composed(finding: Finding, program: Program, got: Any, expected: Ou
         return False
     rewritten = Program(program.leaves, tuple(steps), program.output, program.upstream, program.passes)
     kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
-    if kind in ("per_element", "dtype", "first_path"):
+    if kind in ("per_element", "dtype", "first_path", "raises_without_grad"):
         return False
     grads = backward(rewritten, None, (finding.op, finding.operand, kind, finding.param))
-    return grads is not None and matches(grads, got, graded_leaves(program, expected))
+    return grads is not None and matches(grads, got, _observed_leaves(program, got, expected))
 
 
 def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[str]]]:
@@ -246,7 +255,8 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     if got is None or expected is None or len(program.steps) > MAX_STEPS:
         return []
     if got.error is not None:
-        return [f for f in [_raised_in_forward(program, got)] if f is not None]
+        return [f for f in [_raised_in_forward(program, got) or _raised_without_grad(program, got, expected)]
+                if f is not None]
     if not all(got.leaf_data_unchanged.values()):
         return []  # an input written in place: every later value is off, and no op's rule is to blame
     for step in program.steps:
@@ -254,7 +264,7 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
             if _right_on_its_operands(step, got, expected):
                 return []  # the op computed its result right from operands something else changed
             return [Finding(step.op, None, "wrong_value")]
-    targets = graded_leaves(program, expected)
+    targets = _observed_leaves(program, got, expected)
     if all(close(got.grads.get(n), expected.grads[n]) for n in targets):
         # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
         for step in program.steps:
@@ -280,13 +290,13 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     if _all_zero(got, targets, expected):
         # Last, so that a single op's missing gradient is named first when it explains the same graphs.
         found.append(Finding(ENGINE, None, "all_zero"))
-    if not found:
-        try:
-            first = first_path(program, forward(program))
-        except (RuntimeError, ValueError, IndexError, TypeError):
-            first = None
-        if first is not None and matches(first, got, targets):
-            found.append(Finding(ENGINE, None, "first_path"))
+    # Last: the engine-wide explanation, for when every rule mutation above is contradicted elsewhere.
+    try:
+        first = first_path(program, forward(program))
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        first = None
+    if first is not None and matches(first, got, targets):
+        found.append(Finding(ENGINE, None, "first_path"))
     return found
 
 
@@ -309,6 +319,40 @@ def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:
     except (RuntimeError, ValueError, IndexError, TypeError):
         return False
     return close(got.values[step.name], value)
+
+
+def _observed_leaves(program: Program, got: Any, expected: Outcome) -> list[str]:
+    """The leaves whose gradient torch has and the candidate's run reported (a probe may report only some)."""
+    return [name for name in graded_leaves(program, expected) if name in got.grads]
+
+
+def _raised_without_grad(program: Program, got: Any, expected: Outcome) -> Finding | None:
+    """An exception about a None in the backward rule of a node with an operand that does not require grad:
+    the rule adds to that operand's .grad, which is None."""
+    error = got.error
+    if error.get("where") != "backward" or "NoneType" not in str(error.get("message", "")):
+        return None
+    name = str(error.get("node", "")).split(" = ", 1)[0]
+    step = next((s for s in program.steps if s.name == name), None)
+    if step is None:
+        return None
+    slot = _constant_operand(program, expected, step.op, None, only=step)
+    return None if slot is None else Finding(step.op, slot, "raises_without_grad", str(error.get("type", "")))
+
+
+def _constant_operand(program: Program, expected: Outcome, op: str, slot: int | None,
+                      only: Step | None = None) -> int | None:
+    """The slot (``slot`` itself, or the first) of a live step of ``op`` whose operand there does not require grad
+    while its result does: its backward rule runs with that operand's .grad None."""
+    requires = {leaf.name: leaf.requires_grad for leaf in program.leaves if not leaf.raw}
+    requires.update({s.name: bool(expected.requires_grad.get(s.name)) for s in program.steps})
+    for step in program.live().steps:
+        if step.op != op or (only is not None and step.name != only.name) or not requires.get(step.name):
+            continue
+        for i, arg in enumerate(step.args):
+            if (slot is None or i == slot) and isinstance(arg, str) and arg in requires and not requires[arg]:
+                return i
+    return None
 
 
 def _raised_in_forward(program: Program, got: Any) -> Finding | None:
