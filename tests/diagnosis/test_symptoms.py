@@ -57,3 +57,15 @@ def test_the_cause_is_a_requires_grad_one_with_the_node_that_raised():
         "mul", "b", "raises_without_grad", "requires_grad")
     assert cause["name"] == ("`a * b`: the backward rule raises TypeError when `b` does not require grad (its .grad "
                              "is None)")
+
+
+def test_a_transpose_that_passes_no_gradient_back_is_named_once_nothing_masks_it():
+    # y = (x.T * c).sum() with a .T that records its input but has no backward rule: x.grad stays the
+    # zeros the engine allocated (torch: c.T).
+    c = torch.tensor([[1.0, 0.0], [-1.0, 2.0], [0.5, 3.0]], dtype=torch.float64)
+    x = torch.tensor([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]], dtype=torch.float64)
+    program = Program((Leaf("x", x), Leaf("c", c, requires_grad=False)),
+                      (Step("t", "transpose", ("x",)), Step("h", "mul", ("t", "c")), Step("y", "sum", ("h",))), "y")
+    expected = program.run_torch()
+    obs = Observation(dict(expected.values), {}, {"x": torch.zeros_like(x), "c": None}, {"x": True}, None, 0.0)
+    assert localise(program, obs, expected)[0] == Finding("transpose", 0, "missing")
