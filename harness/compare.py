@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-import torch
+from harness.lazy_modules import lazy_module
+
+torch = lazy_module("torch", globals())
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "tolerance_for", "looser", "Mismatch", "compare", "as_zero_d",
            "dtype_mismatch", "unravel"]

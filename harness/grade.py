@@ -12,10 +12,10 @@ import functools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from harness import __version__
 from harness.agreements import NOT_REQUIRED, Agreements
@@ -27,6 +27,7 @@ from harness.vocabulary import FAILING, FEATURES, LEVELS
 from harness.report.model import CheckResult, Report
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
+from harness.checks.registry import Check
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
 
 __all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths", "rediagnose"]
@@ -61,41 +62,12 @@ class GradeOptions:
     """Whether a submission file may be a symbolic link: a batch's never may (its candidates chose the files)."""
 
 
-@dataclass(frozen=True)
-class PlannedCheck:
-    id: str
-    level: str
-    concept: str
-    title: str
-    hint: str | None
-    requires: frozenset[str]
-    timeout: float
-    run: Callable[[Any], None]
-    cost: float = 1.0
-    """Rough seconds it takes on a correct engine; the costliest checks start first."""
-    isolated: bool = True
-    """Runs in a fresh worker. Spec cases share one: they are plain graph runs, and forking
-    a worker per case would cost more than the cases themselves."""
-    graph: tuple[Any, Any] | None = None
-    """(program, torch's outcome) for a check that runs one fixed graph: the diagnosis reads
-    passing ones to tell bugs apart."""
-
-
-def planned_checks(options: GradeOptions) -> list[PlannedCheck]:
+def planned_checks(options: GradeOptions) -> list[Check]:
     """Every check this grade will consider, in order: targeted checks, spec cases, properties."""
-    import harness.checks.properties  # noqa: F401  -- registers the property checks
-    import harness.checks.saved_tensors  # noqa: F401  -- registers the saved-tensor audit
-    from harness.checks.targeted import CHECKS
-    from harness.specs import DEFAULT_SPECS_DIR, load_cases
+    from harness.checks.registry import registered
+    from harness.specs.as_checks import spec_checks
 
-    plan = [PlannedCheck(c.id, c.level, c.concept, c.title, c.hint, c.requires, c.timeout, c.run, c.cost,
-                         isolated=c.isolated) for c in CHECKS]
-    for case in load_cases(spec_paths(options)):
-        plan.append(PlannedCheck(
-            f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
-            frozenset(case.requirements), 30.0, _spec_runner(case), cost=0.01, isolated=False,
-            graph=(case.program, case.expected),
-        ))
+    plan = registered() + spec_checks(spec_paths(options))
     order = {level: i for i, level in enumerate(LEVELS)}
     plan.sort(key=lambda c: order[c.level])  # stable: declaration order inside a level
     if options.level != "all":
@@ -110,19 +82,6 @@ def spec_paths(options: GradeOptions) -> list[Path]:
     from harness.specs import DEFAULT_SPECS_DIR
 
     return list(options.specs) if options.replace_specs else [DEFAULT_SPECS_DIR, *options.specs]
-
-
-def _spec_runner(case: Any) -> Callable[[Any], None]:
-    from harness.checks.context import DEFAULT_PARTS
-
-    # A case about requires_grad also judges result flags and which gradients stay None;
-    # every other case compares values and the gradients torch computes.
-    parts = (*DEFAULT_PARTS, "requires_grad", "none") if "requires_grad" in case.concepts else DEFAULT_PARTS
-
-    def run(ctx: Any) -> None:
-        ctx.expect(case.program, parts=parts, tolerance=case.tolerance, hint=case.hint, expected=case.expected)
-
-    return run
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher | Sandbox | None = None) -> Report:
@@ -221,7 +180,7 @@ def _check_options(options: GradeOptions) -> None:
         raise HarnessError(f"unknown variant {options.variant!r} (choose from {', '.join(VARIANTS)})")
 
 
-def _plan(options: GradeOptions) -> list[PlannedCheck]:
+def _plan(options: GradeOptions) -> list[Check]:
     from harness.specs import SpecError
 
     try:
@@ -295,7 +254,7 @@ def _keep_hypothesis_out_of_the_users_folders() -> None:
 
 _LATE_IMPORTS = (
     "harness.checks.properties", "harness.checks.strategies", "harness.checks.targeted", "harness.checks.context",
-    "harness.checks.saved_tensors",
+    "harness.checks.saved_tensors", "harness.checks.ties", "harness.specs.as_checks",
     "harness.checks.examples", "harness.specs", "harness.checks.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
     "harness.checks.probes",
@@ -303,7 +262,7 @@ _LATE_IMPORTS = (
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )
 
-def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[PlannedCheck],
+def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: Sequence[Check],
            sandbox: Sandbox, started: float, timings: dict[str, float]) -> Report:
     from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
     from harness.diagnosis.causes import diagnose_safely
@@ -355,7 +314,7 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
     features = hello.get("features", {})
 
     results: dict[str, CheckResult] = {}
-    runnable: list[PlannedCheck] = []
+    runnable: list[Check] = []
     for planned in plan:
         missing = _missing(planned.requires, members, features, options.class_name)
         excuse = _excuse(planned, options, rubric)
@@ -419,7 +378,7 @@ def rediagnose(report: Report, options: GradeOptions) -> Report:
     return dataclasses.replace(report, checks=tuple(checks), root_causes=causes, diagnosis_error=failure)
 
 
-def _run_check(planned: PlannedCheck, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
+def _run_check(planned: Check, ctx: Any, options: GradeOptions, timings: dict[str, float]) -> CheckResult:
     from harness.checks.context import CandidateError, CandidateTimeout, Failed, NotAttempted
 
     base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
@@ -507,7 +466,7 @@ def agreements_of(options: GradeOptions, rubric: Rubric) -> Agreements:
     return options.agreements.over(rubric.agreements)
 
 
-def _excuse(planned: PlannedCheck, options: GradeOptions, rubric: Rubric) -> str | None:
+def _excuse(planned: Check, options: GradeOptions, rubric: Rubric) -> str | None:
     """Why a check is not required (the agreements) or not credited (the variant), if it is either."""
     return agreements_of(options, rubric).excuse(planned.requires) or not_credited(planned.concept, options.variant)
 

@@ -2,11 +2,25 @@
 
 The spec parser, the random graph generator, the torch oracle, the worker that
 runs candidate code and the reference tests all read this table and nothing
-else, so adding an op means adding one ``OpSpec`` here.
+else.
 
 An op is applied to *operands*: tensors (the candidate's class, or torch
 tensors for the oracle), raw int64 torch tensors (class indices, embedding
 ids) and Python numbers, plus keyword *params* (a pooling size, a shape).
+
+Adding an op (tests/test_op_recipe.py fails naming the next step while one is missing):
+
+1. One ``OpSpec`` in ``OPS`` below: its level, operand slots, the call as a user writes
+   it, torch's forward, syntax, the candidate's member, its domain rule, and what random
+   graphs need to draw it: a default or a drawer (``param_drawers``) for every param, its
+   ``rank`` when it takes (N, C, H, W) tensors only, whether it ``keeps_integers``; its
+   ``concept`` is one ``grade explain`` knows (harness/data/concepts.yaml).
+2. The reference rule: the member on ``Tensor`` in reference/engine.py, forward and
+   backward side by side (tests/test_ops.py holds it to torch autograd).
+3. The template stub: a ``def MEMBER`` line in candidate_template/solution.py, the file
+   ``grade init`` writes, with the other ops of its level.
+4. ``python -m harness.checks.redraw``: a core or extension op joins the default random
+   searches, so the shipped drawn programs change (tests/checks/test_examples.py says so).
 """
 
 from __future__ import annotations
@@ -15,10 +29,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Final, Sequence
 
-import torch
-import torch.nn.functional as F
-
+from harness.lazy_modules import lazy_module
 from harness.vocabulary import LEVELS
+
+torch = lazy_module("torch", globals())
+F = lazy_module("torch.nn.functional", globals(), "F")
 
 __all__ = ["OpSpec", "OPS", "LEVELS", "op", "ops_for_level", "check_operands", "checked_apply", "broadcast_shape",
            "OperandError"]
@@ -54,7 +69,7 @@ class OpSpec:
     defaults: dict[str, Any] = field(default_factory=dict)
     number_slots: tuple[int, ...] = ()
     """Slots where a Python number is accepted instead of a tensor."""
-    check: Callable[..., str | None] = lambda *operands, **params: None
+    domain: Callable[..., str | None] = lambda *operands, **params: None
     """Op-specific domain rule on torch operands: a message when invalid."""
     smooth: bool = True
     """False for ops with kinks or ties inside their domain (relu, max, pooling):
@@ -63,8 +78,31 @@ class OpSpec:
     """Uses exp/log-like functions: float32 needs a looser tolerance."""
     broadcasts: bool = False
     """Elementwise binary op whose operands may broadcast (a follow-up)."""
+    param_drawers: dict[str, Callable[[Any, int], Any]] = field(default_factory=dict)
+    """How random graphs choose each param that has no default: ``drawer(first operand, pick)``
+    turns a small integer into a value that suits the operand (see ``exponents`` below)."""
+    rank: int | None = None
+    """The rank its tensor operands must have when the op fixes one: 4 for the (N, C, H, W) ops,
+    for which random graphs then draw image leaves. None: any rank its domain rule accepts."""
+    keeps_integers: bool = True
+    """Whole-number inputs give whole-number results with no rounding (not mean, a division, exp):
+    random graphs then know a zero before relu or a tie is exact in every engine."""
     concept: str = "ops"
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"op {self.name}: unknown level {self.level!r}; one of {', '.join(LEVELS)}")
+        undrawn = [p for p in self.params if p not in self.defaults and p not in self.param_drawers]
+        if undrawn:
+            raise ValueError(f"op {self.name}: param {undrawn[0]!r} has neither a default nor a drawer, so random "
+                             f"graphs cannot use the op: give OpSpec param_drawers={{{undrawn[0]!r}: ...}} "
+                             "(step 1 of adding an op, harness/ops.py)")
+        unknown = sorted(set(self.param_drawers) - set(self.params))
+        if unknown:
+            raise ValueError(f"op {self.name}: a drawer for {unknown[0]!r}, which is not one of its params")
+        if self.transcendental and self.keeps_integers:
+            raise ValueError(f"op {self.name}: a transcendental op cannot keep integers: keeps_integers=False")
 
     def render(self, operands: Sequence[str], params: dict[str, Any] | None = None) -> str:
         """The op as candidate code; a param with no value and no default reads as its name (``x ** p``)."""
@@ -77,6 +115,10 @@ class OpSpec:
 
     def apply_candidate(self, operands: Sequence[Any], params: dict[str, Any] | None = None) -> Any:
         return self.call(*operands, **{**self.defaults, **(params or {})})
+
+    def drawn_params(self, operand: Any, pick: int) -> dict[str, Any]:
+        """Its params that have no default, each from its drawer, to suit ``operand`` (the first one)."""
+        return {name: self.param_drawers[name](operand, pick) for name in self.params if name not in self.defaults}
 
 
 def _literal(value: Any) -> str:
@@ -234,6 +276,34 @@ def _batch_norm(a: torch.Tensor, eps: float) -> torch.Tensor:
     return F.batch_norm(a, None, None, training=True, eps=eps)
 
 
+
+# ---- param drawers ---------------------------------------------------------------
+# Each turns a pick (a small integer the random graph draws) into a param value that suits the
+# op's first operand; shrinking goes towards pick 0.
+
+EXPONENTS: Final = (2, 3, -1, 0.5, 1.5)
+"""Values of a ``p`` param (``a ** p``). 0 is left out: its gradient at 0 is a
+convention (torch says 0) rather than calculus."""
+
+
+def exponents(x: Any, pick: int) -> float:
+    return EXPONENTS[pick % len(EXPONENTS)]
+
+
+def pool_sizes(x: Any, pick: int) -> int:
+    sizes = [k for k in (2, 1, 3) if isinstance(x, torch.Tensor) and x.dim() == 4
+             and x.shape[2] % k == 0 and x.shape[3] % k == 0] or [2]
+    return sizes[pick % len(sizes)]
+
+
+def new_shapes(x: Any, pick: int) -> tuple[int, ...]:
+    shape = tuple(x.shape) if isinstance(x, torch.Tensor) else ()
+    size = math.prod(shape)
+    # The reversed shape first: reshaping (n, m) to (m, n) is not a transpose.
+    choices = [tuple(reversed(shape)), (size,), (1, size), (size, 1)]
+    return choices[pick % len(choices)]
+
+
 # ---- the table -----------------------------------------------------------------
 
 _T, _I = TENSOR, INDEX
@@ -243,11 +313,11 @@ OPS: Final[dict[str, OpSpec]] = {
     for spec in [
         # core
         OpSpec("add", "core", (_T, _T), lambda a, b: a + b, lambda a, b: a + b, "{0} + {1}", "__add__",
-               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True, doc="elementwise sum"),
+               number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True, doc="elementwise sum"),
         OpSpec("mul", "core", (_T, _T), lambda a, b: a * b, lambda a, b: a * b, "{0} * {1}", "__mul__",
-               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
+               number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
         OpSpec("matmul", "core", (_T, _T), lambda a, b: a @ b, lambda a, b: a @ b, "{0} @ {1}", "__matmul__",
-               check=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
+               domain=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
         OpSpec("relu", "core", (_T,), lambda a: a.relu(), lambda a: a.relu(), "{0}.relu()", "relu",
                smooth=False, doc="max(x, 0); gradient 0 at x == 0"),
         OpSpec("sum", "core", (_T,), lambda a: a.sum(), lambda a: a.sum(), "{0}.sum()", "sum",
@@ -255,45 +325,48 @@ OPS: Final[dict[str, OpSpec]] = {
         # follow-ups
         OpSpec("cross_entropy", "followups", (_T, _I), lambda a, t: a.cross_entropy(t),
                lambda a, t: F.cross_entropy(a, t), "{0}.cross_entropy({1})", "cross_entropy",
-               check=_cross_entropy_rule, transcendental=True, concept="numerics",
+               domain=_cross_entropy_rule, transcendental=True, keeps_integers=False, concept="numerics",
                doc="fused softmax + negative log-likelihood, mean over the batch"),
         # extensions
         OpSpec("neg", "extensions", (_T,), lambda a: -a, lambda a: -a, "-{0}", "__neg__"),
         OpSpec("sub", "extensions", (_T, _T), lambda a, b: a - b, lambda a, b: a - b, "{0} - {1}", "__sub__",
-               number_slots=(0, 1), check=_same_or_broadcast, broadcasts=True),
+               number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True),
         OpSpec("div", "extensions", (_T, _T), lambda a, b: a / b, lambda a, b: a / b, "{0} / {1}", "__truediv__",
-               number_slots=(0, 1), check=_nonzero_divisor, broadcasts=True, transcendental=True),
+               number_slots=(0, 1), domain=_nonzero_divisor, broadcasts=True, transcendental=True,
+               keeps_integers=False),
         OpSpec("pow", "extensions", (_T,), lambda a, p: a ** p, lambda a, p: a ** p, "{0} ** {p}", "__pow__",
-               params=("p",), check=_pow_rule, transcendental=True),
+               params=("p",), param_drawers={"p": exponents}, domain=_pow_rule, transcendental=True,
+               keeps_integers=False),
         OpSpec("exp", "extensions", (_T,), lambda a: a.exp(), lambda a: a.exp(), "{0}.exp()", "exp",
-               transcendental=True),
+               transcendental=True, keeps_integers=False),
         OpSpec("log", "extensions", (_T,), lambda a: a.log(), lambda a: a.log(), "{0}.log()", "log",
-               check=_positive, transcendental=True),
+               domain=_positive, transcendental=True, keeps_integers=False),
         OpSpec("tanh", "extensions", (_T,), lambda a: a.tanh(), lambda a: a.tanh(), "{0}.tanh()", "tanh",
-               transcendental=True),
+               transcendental=True, keeps_integers=False),
         OpSpec("sigmoid", "extensions", (_T,), lambda a: a.sigmoid(), lambda a: a.sigmoid(), "{0}.sigmoid()",
-               "sigmoid", transcendental=True),
+               "sigmoid", transcendental=True, keeps_integers=False),
         OpSpec("mean", "extensions", (_T,), lambda a: a.mean(), lambda a: a.mean(), "{0}.mean()", "mean",
-               concept="mean_vs_sum"),
+               keeps_integers=False, concept="mean_vs_sum"),
         OpSpec("transpose", "extensions", (_T,), lambda a: a.T, lambda a: a.T, "{0}.T", "T",
-               check=_two_d(".T"), concept="shapes"),
+               domain=_two_d(".T"), concept="shapes"),
         OpSpec("reshape", "extensions", (_T,), lambda a, shape: a.reshape(shape), lambda a, shape: a.reshape(shape),
-               "{0}.reshape({shape})", "reshape", params=("shape",), check=_reshape_rule, concept="shapes"),
+               "{0}.reshape({shape})", "reshape", params=("shape",), param_drawers={"shape": new_shapes},
+               domain=_reshape_rule, concept="shapes"),
         OpSpec("maximum", "extensions", (_T, _T), lambda a, b: a.maximum(b), lambda a, b: a.maximum(b),
-               "{0}.maximum({1})", "maximum", check=_no_ties, smooth=False, concept="routing"),
+               "{0}.maximum({1})", "maximum", domain=_no_ties, smooth=False, concept="routing"),
         OpSpec("max_pool2d", "extensions", (_T,), lambda a, k: a.max_pool2d(k), lambda a, k: F.max_pool2d(a, k),
-               "{0}.max_pool2d({k})", "max_pool2d", params=("k",), check=_pool_rule("max_pool2d"),
-               smooth=False, concept="pooling"),
+               "{0}.max_pool2d({k})", "max_pool2d", params=("k",), param_drawers={"k": pool_sizes},
+               domain=_pool_rule("max_pool2d"), rank=4, smooth=False, concept="pooling"),
         OpSpec("avg_pool2d", "extensions", (_T,), lambda a, k: a.avg_pool2d(k), lambda a, k: F.avg_pool2d(a, k),
-               "{0}.avg_pool2d({k})", "avg_pool2d", params=("k",), check=_pool_rule("avg_pool2d"),
-               concept="pooling"),
+               "{0}.avg_pool2d({k})", "avg_pool2d", params=("k",), param_drawers={"k": pool_sizes},
+               domain=_pool_rule("avg_pool2d"), rank=4, keeps_integers=False, concept="pooling"),
         OpSpec("conv2d", "extensions", (_T, _T), lambda a, w: a.conv2d(w), lambda a, w: F.conv2d(a, w),
-               "{0}.conv2d({1})", "conv2d", check=_conv_rule),
+               "{0}.conv2d({1})", "conv2d", domain=_conv_rule, rank=4),
         OpSpec("index", "extensions", (_T, _I), lambda w, ids: w[ids], lambda w, ids: w[ids], "{0}[{1}]",
-               "__getitem__", check=_index_rule, concept="embedding"),
+               "__getitem__", domain=_index_rule, concept="embedding"),
         OpSpec("batch_norm", "extensions", (_T,), lambda a, eps: a.batch_norm(eps=eps), _batch_norm,
                "{0}.batch_norm(eps={eps})", "batch_norm", params=("eps",), defaults={"eps": 1e-5},
-               check=_batch_norm_rule, transcendental=True, concept="batchnorm"),
+               domain=_batch_norm_rule, transcendental=True, keeps_integers=False, concept="batchnorm"),
     ]
 }
 
@@ -360,7 +433,7 @@ def _operand_problem(spec: OpSpec, operands: Sequence[Any], params: dict[str, An
             tensors += 1
     if tensors == 0:
         return f"{spec.name} needs at least one tensor operand"
-    return spec.check(*operands, **params)
+    return spec.domain(*operands, **params)
 
 
 def needs_broadcasting(spec: OpSpec, operands: Sequence[Any]) -> bool:

@@ -11,16 +11,39 @@ plain JSON-able dicts (``to_wire``/``from_wire``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
+from harness.lazy_modules import lazy_module
 from harness.ops import OPS, OpSpec, checked_apply, needs_broadcasting, op
+
+torch = lazy_module("torch", globals())
 
 __all__ = ["Leaf", "Step", "Program", "ProgramError", "encode_tensor", "decode_tensor", "DTYPES"]
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "int64": torch.int64}
+
+class _Dtypes(Mapping):
+    """The dtypes a program's tensors may have, by name; torch's dtype objects are looked up when read."""
+
+    _NAMES = ("float64", "float32", "int64")
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._NAMES:
+            raise KeyError(name)
+        return getattr(torch, name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._NAMES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._NAMES)
+
+    def __len__(self) -> int:
+        return len(self._NAMES)
+
+
+DTYPES = _Dtypes()
 
 
 class ProgramError(ValueError):

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.concepts import DEPTHS, concepts, explain_line
 from harness.diagnosis.catalogue import BUGS
-from harness.grade import GradeOptions, PlannedCheck, _run_check, planned_checks
+from harness.checks.registry import Check
+from harness.grade import GradeOptions, _run_check, planned_checks
 from harness.ops import OPS
 
 INTERVIEW_TOPICS = ("order", "routing", "pooling", "matmul", "broadcasting", "embedding", "saved_tensors",
@@ -85,11 +86,11 @@ def test_a_failing_checks_hint_ends_with_the_explain_line():
     def run(ctx):
         raise Failed("a.grad is wrong")
 
-    planned = PlannedCheck("core.x", "core", "accumulation", "t", "Add every contribution with +=", frozenset(),
-                           5.0, run)
+    planned = Check("core.x", "core", "accumulation", "t", "Add every contribution with +=", frozenset(),
+                    5.0, run)
     result = _run_check(planned, _ctx(), GradeOptions(), {})
     assert result.details["hint"] == "Add every contribution with +=. Read `grade explain accumulation`."
     assert result.details["hint"].endswith(explain_line(result.concept))
-    passing = _run_check(PlannedCheck("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None),
+    passing = _run_check(Check("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None),
                          _ctx(), GradeOptions(), {})
     assert "hint" not in passing.details

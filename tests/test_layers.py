@@ -15,6 +15,7 @@ Run ``python tests/test_layers.py`` for the figures (cycles, upward imports, lar
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -26,7 +27,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     # programs and their comparison, the concepts, the interview's terms, and the result model
     # with the escaping of the candidate's text it carries.
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
-                             "harness.compare", "harness.concepts", "harness.agreements", "harness.notebooks",
+                             "harness.compare", "harness.lazy_modules", "harness.concepts", "harness.agreements", "harness.notebooks",
                              "harness.report", "harness.report.model", "harness.report.safety")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
     ("integrity (static)", ("harness.preflight", "harness.integrity.*")),
@@ -47,15 +48,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
 
 MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {
-    "harness.integrity._resolve": "alias resolution for the static scan: one visitor whose cases read best together",
-    "harness.sandbox.launch": "the grader's side of the sandbox: bubblewrap's command line and the worker's life",
-    "harness.checks.targeted": "the targeted checks' registry and every targeted check",
-    "harness.checks.strategies": "the random graph strategies: one drawing procedure with its helpers",
-    "harness.integrity.scan": "the static scan's visitor",
     "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
     "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
-    "harness.sandbox.evaluator": "the worker's requests, one method each, and the guards around them",
-    "harness.sandbox.tripwires": "the worker's runtime tripwires and their liveness checks",
 }
 
 
@@ -176,17 +170,45 @@ def test_no_module_imports_a_higher_stage():
     assert upward(imports(mods)) == []
 
 
-TORCH_FREE = ("harness.vocabulary", "harness.concepts", "harness.report", "harness.practice")
+TORCH_FREE = ("harness.vocabulary", "harness.concepts", "harness.report", "harness.practice", "harness.ops",
+              "harness.program", "harness.compare", "harness.specs.loader", "harness.specs.cases",
+              "harness.specs.format", "harness.specs.expressions", "harness.specs.yaml_nodes", "harness.specs.text")
 """Read without torch: the words, the result model, the scoring and every renderer (the command line
-shows a preflight verdict in milliseconds while the worker starts importing torch)."""
+shows a preflight verdict in milliseconds while the worker starts importing torch). The op table, graph
+programs, comparisons and spec cases compute with torch, but name it through ``harness.lazy_modules``:
+torch is imported when a graph first runs, not when they are read (``specs.as_checks``, which turns
+cases into checks, is grading and may import the checks)."""
+
+TORCH_AT_IMPORT: dict[str, str] = {
+    "harness.sandbox": "the worker runs the submission on torch (the grader's side of it is standard library only)",
+    "harness.checks": "every check draws graphs, runs torch's oracle or judges tensors",
+    "harness.diagnosis.matching": "replays the catalogue's mutant rules on torch tensors; imported only to diagnose",
+    "harness.diagnosis.symptoms": "measures factors and sizes of gradients on torch tensors; imported only to diagnose",
+    "harness.diagnosis.rule_replay": "mutates op rules and replays backward on torch tensors; imported only to diagnose",
+}
+"""The only modules (or packages) that import torch when they are imported, and why. Anywhere else torch is
+imported inside the function that grades, or named lazily."""
+
+
+def _is_torch_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] == "torch" for a in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch"
 
 
 def imports_torch(path: Path) -> bool:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
+    return any(_is_torch_import(node) for node in ast.walk(ast.parse(path.read_text())))
+
+
+def imports_torch_when_imported(path: Path) -> bool:
+    """An import of torch that runs when the module is imported: anywhere but inside a function."""
+    todo = list(ast.parse(path.read_text()).body)
+    while todo:
+        node = todo.pop()
+        if _is_torch_import(node):
             return True
-        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
-            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
     return False
 
 
@@ -206,6 +228,44 @@ def test_the_words_the_model_and_the_renderers_import_no_torch():
                     todo.append(target)
         offenders += [f"{name} -> {m}" for m in sorted(seen) if imports_torch(mods[m])]
     assert offenders == []
+
+
+def test_only_the_sandbox_the_checks_and_the_diagnosis_import_torch_when_imported():
+    def allowed(name: str) -> str | None:
+        return next((entry for entry in TORCH_AT_IMPORT if name == entry or name.startswith(entry + ".")), None)
+
+    importing = {name for name, path in modules().items() if imports_torch_when_imported(path)}
+    assert sorted(name for name in importing if allowed(name) is None) == []
+    assert sorted(set(TORCH_AT_IMPORT) - {allowed(name) for name in importing}) == [], \
+        "imports torch no more: remove from TORCH_AT_IMPORT"
+
+
+RENDERING_PATH = ("harness.report.render", "harness.report.html", "harness.report.tables", "harness.report.files",
+                  "harness.report.formats", "harness.batch", "harness.batch.runner", "harness.batch.grading",
+                  "harness.practice", "harness.cli", "harness.cli.group", "harness.cli.batch", "harness.cli.spec",
+                  "harness.ops", "harness.program", "harness.compare", "harness.specs", "harness.specs.text")
+
+
+def test_the_renderers_and_the_command_line_leave_torch_unimported():
+    """Run, not read: importing the rendering path, reading the op table and the commands that do not grade."""
+    code = f"""
+import sys
+import {", ".join(RENDERING_PATH)}
+from harness.ops import OPS
+from harness.program import DTYPES
+from harness.cli.group import main
+assert [spec.render([f"x{{i}}" for i in range(len(spec.slots))]) for spec in OPS.values()]
+assert "float64" in DTYPES and list(DTYPES) == ["float64", "float32", "int64"]
+for args in (["--help"], ["spec", "--help"], ["batch", "--help"], ["explain", "accumulation"]):
+    try:
+        main(args, standalone_mode=False)
+    except SystemExit:
+        pass
+print(sorted(m for m in sys.modules if m.split(".")[0] == "torch"))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 def test_modules_stay_short():

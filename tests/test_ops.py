@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import INDEX, OPS, TENSOR, OpSpec, check_operands
 from harness.program import Program, Step
-from harness.checks.strategies import op_graphs, op_situations, reaches_output
+from harness.checks.situations import op_situations
+from harness.checks.strategies import op_graphs, reaches_output
 from reference import Tensor
 
 SPECS = list(OPS.values())
@@ -179,9 +180,9 @@ def test_domain_errors_are_stated_verbatim(name: str, operands: list, params: di
 @pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
 def test_every_domain_rule_has_a_verbatim_case(spec: OpSpec) -> None:
     # Ops without a rule of their own (exp, tanh, ...) are covered by the kind checks above.
-    no_rule = OpSpec.__dataclass_fields__["check"].default
-    covered = {OPS[case[0]].check for case in DOMAIN_ERRORS}
-    assert spec.check is no_rule or spec.check in covered, f"add a DOMAIN_ERRORS case for {spec.name}"
+    no_rule = OpSpec.__dataclass_fields__["domain"].default
+    covered = {OPS[case[0]].domain for case in DOMAIN_ERRORS}
+    assert spec.domain is no_rule or spec.domain in covered, f"add a DOMAIN_ERRORS case for {spec.name}"
 
 
 # ---- members -----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Finding the submissions of a batch: a folder of ``.py`` files, a folder of folders, or a ``.zip`` of either.
 
-Every submission found becomes a ``Submission``, also one that cannot be graded
+Every submission found becomes a ``CollectedSubmission``, also one that cannot be graded
 (a file that is not ``.py``, a folder without its entry file, a zip member that
 cannot be read): those carry the reason as ``problem`` and still get a row in the
 results, so that no candidate goes missing unseen. Hidden files are left out.
@@ -22,7 +22,7 @@ from harness.errors import HarnessError
 from harness.preflight import MAX_SOURCE_BYTES
 from harness.report.safety import printable
 
-__all__ = ["Submission", "collect", "MEMBER_BYTES", "SUBMISSION_BYTES", "SUBMISSION_MEMBERS", "ARCHIVE_BYTES",
+__all__ = ["CollectedSubmission", "collect", "MEMBER_BYTES", "SUBMISSION_BYTES", "SUBMISSION_MEMBERS", "ARCHIVE_BYTES",
            "ARCHIVE_MEMBERS", "NAME_CHARS"]
 
 MEMBER_BYTES = 4 * 1024 * 1024
@@ -46,7 +46,7 @@ _MARKER = ".unpacked-by-grade-batch"
 
 
 @dataclass(frozen=True)
-class Submission:
+class CollectedSubmission:
     """One candidate's work: ``id`` names its results, ``path`` is the file to grade."""
 
     id: str
@@ -57,7 +57,7 @@ class Submission:
     """Why it cannot be graded; empty when it can."""
 
 
-def collect(path: Path, entry: str, scratch: Path, exclude: Path | None = None) -> list[Submission]:
+def collect(path: Path, entry: str, scratch: Path, exclude: Path | None = None) -> list[CollectedSubmission]:
     """The submissions under ``path``, sorted by id. A zip is unpacked into ``scratch``;
     ``exclude`` (the batch's own output folder) is never taken for a submission.
 
@@ -86,7 +86,7 @@ def label(name: str) -> str:
     return printable(name)
 
 
-def _from_folder(root: Path, entry: str, label_root: str, exclude: Path | None) -> list[Submission]:
+def _from_folder(root: Path, entry: str, label_root: str, exclude: Path | None) -> list[CollectedSubmission]:
     found = []
     skip = exclude.resolve() if exclude is not None else None
     for item in sorted(root.iterdir()):
@@ -96,18 +96,18 @@ def _from_folder(root: Path, entry: str, label_root: str, exclude: Path | None) 
         try:
             info = item.lstat()
         except OSError as exc:
-            found.append(Submission(item.stem, None, origin, f"cannot read: {exc.strerror}"))
+            found.append(CollectedSubmission(item.stem, None, origin, f"cannot read: {exc.strerror}"))
             continue
         if stat.S_ISDIR(info.st_mode):
             if skip is not None and item.resolve() == skip:
                 continue
             found.append(_folder_submission(item, entry, origin))
         elif stat.S_ISLNK(info.st_mode):
-            found.append(Submission(item.stem, None, origin, _LINK))
+            found.append(CollectedSubmission(item.stem, None, origin, _LINK))
         elif not item.name.endswith(_SOURCE_SUFFIXES):
-            found.append(Submission(item.stem, None, origin, _NOT_PYTHON))
+            found.append(CollectedSubmission(item.stem, None, origin, _NOT_PYTHON))
         else:
-            found.append(Submission(item.stem, *_file_or_problem(item, info, origin)))
+            found.append(CollectedSubmission(item.stem, *_file_or_problem(item, info, origin)))
     return found
 
 
@@ -125,17 +125,17 @@ def _file_or_problem(path: Path, info: os.stat_result, origin: str) -> tuple[Pat
     return path, origin, ""
 
 
-def _folder_submission(folder: Path, entry: str, origin: str) -> Submission:
+def _folder_submission(folder: Path, entry: str, origin: str) -> CollectedSubmission:
     target = folder / entry
     try:
         info = target.lstat()
     except FileNotFoundError:
-        return Submission(folder.name, None, origin, _no_entry(entry, folder))
+        return CollectedSubmission(folder.name, None, origin, _no_entry(entry, folder))
     except OSError as exc:
-        return Submission(folder.name, None, origin, f"cannot read {entry}: {exc.strerror}")
+        return CollectedSubmission(folder.name, None, origin, f"cannot read {entry}: {exc.strerror}")
     if stat.S_ISDIR(info.st_mode):
-        return Submission(folder.name, None, origin, _no_entry(entry, folder))
-    return Submission(folder.name, *_file_or_problem(target, info, f"{origin}/{label(entry)}"))
+        return CollectedSubmission(folder.name, None, origin, _no_entry(entry, folder))
+    return CollectedSubmission(folder.name, *_file_or_problem(target, info, f"{origin}/{label(entry)}"))
 
 
 def _no_entry(entry: str, folder: Path) -> str:
@@ -159,7 +159,7 @@ class _Caps:
         self.members = ARCHIVE_MEMBERS
 
 
-def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
+def _from_zip(archive: Path, entry: str, scratch: Path) -> list[CollectedSubmission]:
     """Unpack the archive's files into ``scratch`` (names made safe, sizes capped) and group them by submission.
 
     A zip of a folder wraps everything in that folder: the grouping starts inside it.
@@ -205,24 +205,24 @@ def _from_zip(archive: Path, entry: str, scratch: Path) -> list[Submission]:
             here = label("/".join(prefix + (name,)))
             stem = name.rsplit(".", 1)[0] or name
             if not is_folder and not name.endswith(_SOURCE_SUFFIXES):
-                found.append(Submission(stem, None, f"{archive}:{here}", _NOT_PYTHON))
+                found.append(CollectedSubmission(stem, None, f"{archive}:{here}", _NOT_PYTHON))
                 continue
             origin = f"{archive}:{here}" + ("" if not is_folder else f"/{label(entry)}")
             if (name, not is_folder) in groups:
-                found.append(Submission(name if is_folder else stem, None, origin,
+                found.append(CollectedSubmission(name if is_folder else stem, None, origin,
                                         f"the zip holds both a file and a folder named {label(name)}"))
                 continue
             problem = _unpack(zf, [(parts, members[parts]) for parts in sorted(parts_list)], files, prefix,
                               scratch, caps, bad_names)
             if problem:
                 _remove(scratch / name)
-                found.append(Submission(name if is_folder else stem, None, origin, problem))
+                found.append(CollectedSubmission(name if is_folder else stem, None, origin, problem))
             elif not is_folder:
-                found.append(Submission(stem, scratch / name, origin))
+                found.append(CollectedSubmission(stem, scratch / name, origin))
             elif not (scratch / name / entry).is_file():
-                found.append(Submission(name, None, origin, _no_entry(entry, scratch / name)))
+                found.append(CollectedSubmission(name, None, origin, _no_entry(entry, scratch / name)))
             else:
-                found.append(Submission(name, scratch / name / entry, origin))
+                found.append(CollectedSubmission(name, scratch / name / entry, origin))
     return found
 
 
@@ -364,7 +364,7 @@ def _size(n: int) -> str:
     return f"{n // 2**20} MiB" if n >= 2**20 else f"{n // 2**10} KiB"
 
 
-def _unique_ids(found: list[Submission]) -> list[Submission]:
+def _unique_ids(found: list[CollectedSubmission]) -> list[CollectedSubmission]:
     """Ids safe as file names and distinct: ``Alice Smith.py`` -> ``Alice_Smith``; a repeat gets ``-2``."""
     seen: set[str] = set()
     out = []
@@ -375,5 +375,5 @@ def _unique_ids(found: list[Submission]) -> list[Submission]:
             n += 1
             sid = f"{base}-{n}"
         seen.add(sid.lower())
-        out.append(Submission(sid, s.path, s.origin, s.problem))
+        out.append(CollectedSubmission(sid, s.path, s.origin, s.problem))
     return out

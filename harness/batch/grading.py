@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import __version__
-from harness.batch.collect import Submission
+from harness.batch.collect import CollectedSubmission
 from harness.errors import HarnessError
 from harness.grade import GradeOptions, grade
-from harness.ops import LEVELS
+from harness.vocabulary import LEVELS
 from harness.preflight import MAX_SOURCE_BYTES, read_capped
 from harness.report.model import Report
 from harness.report.render import render_markdown
@@ -37,7 +37,7 @@ class Graded:
     markdown: str
 
 
-def grade_one(sub: Submission, options: GradeOptions, new_sandbox: Callable[[], Sandbox],
+def grade_one(sub: CollectedSubmission, options: GradeOptions, new_sandbox: Callable[[], Sandbox],
               on_sandbox: Callable[[Sandbox | None], None] = lambda sandbox: None) -> Graded:
     """Grade ``sub`` in a sandbox of its own from ``new_sandbox``.
 
@@ -71,7 +71,7 @@ def grade_one(sub: Submission, options: GradeOptions, new_sandbox: Callable[[], 
     return Graded(sub.id, data, render_markdown(report) + "\n")
 
 
-def not_graded(sub: Submission, options: GradeOptions, message: str, started: float) -> Report:
+def not_graded(sub: CollectedSubmission, options: GradeOptions, message: str, started: float) -> Report:
     """The report of a submission that could not be handed to the grader: status "error", no checks."""
     rubric = load_rubric(options.rubric)
     levels_used = LEVELS if options.level == "all" else (options.level,)

@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Iterator, Sequence
 
-from harness.batch.collect import Submission
+from harness.batch.collect import CollectedSubmission
 from harness.batch.grading import Graded, grade_one
 from harness.grade import GradeOptions
 from harness.sandbox import Launcher, Limits, Sandbox
@@ -59,12 +59,12 @@ class LocalPool:
     def close(self) -> None:
         self.sandboxes.close()
 
-    def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]:
+    def results(self, submissions: Sequence[CollectedSubmission]) -> Iterator[Graded]:
         stopping = threading.Event()
         lock = threading.Lock()
         live: dict[int, Sandbox] = {}
 
-        def work(sub: Submission) -> Graded | None:
+        def work(sub: CollectedSubmission) -> Graded | None:
             if stopping.is_set():
                 return None
             key = threading.get_ident()

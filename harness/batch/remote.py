@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from harness import __version__
-from harness.batch.collect import Submission
+from harness.batch.collect import CollectedSubmission
 from harness.batch.grading import Graded, grade_one, not_graded, read_source
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
@@ -47,7 +47,7 @@ class DaskPool:
         self.allow_basic = allow_basic_isolation
         self.files = _pack_settings(options)
 
-    def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]:
+    def results(self, submissions: Sequence[CollectedSubmission]) -> Iterator[Graded]:
         from distributed import as_completed
 
         fields = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)
@@ -118,7 +118,7 @@ def grade_task(sid: str, origin: str, path: str, source: bytes | None, problem: 
             sub_path = scratch / "submission" / Path(path).name
             sub_path.parent.mkdir()
             sub_path.write_bytes(source)
-        sub = Submission(sid, sub_path, origin, problem)
+        sub = CollectedSubmission(sid, sub_path, origin, problem)
         refusal = ""
         if version != __version__:
             refusal = f"the Dask worker runs grader {__version__}, the batch {version}: install the same version"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from harness import __version__
-from harness.batch.collect import Submission
+from harness.batch.collect import CollectedSubmission
 from harness.batch.grading import Graded, source_sha256
 from harness.batch.similarity import THRESHOLD, similar_pairs
 from harness.errors import HarnessError
@@ -33,7 +33,7 @@ __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
 
 class Pool(Protocol):
-    def results(self, submissions: Sequence[Submission]) -> Iterator[Graded]: ...
+    def results(self, submissions: Sequence[CollectedSubmission]) -> Iterator[Graded]: ...
     def ready(self) -> None: ...
     def close(self) -> None: ...
 
@@ -188,7 +188,7 @@ def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> tuple[bo
     return earlier, reusable, notes
 
 
-def reusable_result(outdir: Path, sub: Submission) -> Graded | None:
+def reusable_result(outdir: Path, sub: CollectedSubmission) -> Graded | None:
     """The result of an earlier run for ``sub`` when its source is unchanged, else None."""
     json_path, md_path = outdir / "results" / f"{sub.id}.json", outdir / "results" / f"{sub.id}.md"
     try:
@@ -210,7 +210,7 @@ def write_result(outdir: Path, graded: Graded) -> None:
     write_atomic(outdir / "results" / f"{graded.id}.json", json.dumps(graded.report, indent=2) + "\n")
 
 
-def run_batch(submissions: Sequence[Submission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
+def run_batch(submissions: Sequence[CollectedSubmission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
               resume: bool = False, outputs: Outputs = Outputs(),
               on_result: Callable[[str, Mapping[str, Any]], None] = lambda sid, report: None,
               on_reused: Callable[[int], None] = lambda count: None) -> BatchRun:
@@ -259,7 +259,7 @@ class BatchInterrupted(KeyboardInterrupt):
         self.run = run
 
 
-def write_summaries(submissions: Sequence[Submission], finished: Mapping[str, Graded], outdir: Path,
+def write_summaries(submissions: Sequence[CollectedSubmission], finished: Mapping[str, Graded], outdir: Path,
                     settings: Mapping[str, Any], outputs: Outputs) -> BatchRun:
     """summary.json, summary.csv, report.html, and the optional JUnit and Gradescope files."""
     reports = {sub.id: finished[sub.id].report for sub in submissions if sub.id in finished}

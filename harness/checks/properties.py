@@ -2,7 +2,7 @@
 
 Each check first runs a fixed list of small programs, one per situation it
 must cover (a reused leaf, a diamond, a non-square product, a broadcast
-leading axis, ...), so every seed sees each of them; then hypothesis draws
+leading axis, ...: ``situations.py``), so every seed sees each of them; then hypothesis draws
 programs from ``strategies.op_graphs`` over the ops a candidate has. Each
 program is run in the worker and judged here against torch on values and
 on the gradients torch computes (requires_grad and None-ness are other
@@ -23,17 +23,17 @@ from typing import Any, Callable, Sequence
 from hypothesis import given, seed
 from hypothesis.errors import Flaky, HypothesisException
 
-import torch
-
 from harness.checks.examples import drawn_programs, search_settings
-from harness.checks.targeted import CORE_MEMBERS, check
+from harness.checks.registry import check
+from harness.checks.targeted import CORE_MEMBERS
 from harness.checks.context import (DEFAULT_PARTS, CandidateError, CandidateTimeout, Context, Evidence, Failed,
                                     NotAttempted, Observation, Verdict, judge)
 from harness.ops import OPS, ops_for_level
+from harness.checks.situations import BROADCAST_SITUATIONS, CORE_SITUATIONS, Situations, situations_for
 from harness.checks.snippets import reproduce
-from harness.program import Leaf, Program, Step
+from harness.program import Program
 
-__all__ = ["find_counterexample", "Counterexample", "CORE_SITUATIONS", "BROADCAST_SITUATIONS", "situations_for"]
+__all__ = ["find_counterexample", "Counterexample", "used_once", "default_searches"]
 
 EXAMPLES = {"core": 1.0, "followups": 0.3, "extensions": 0.3, "op": 0.05}
 """Share of ``--max-examples`` each property check draws."""
@@ -41,10 +41,6 @@ EXAMPLES = {"core": 1.0, "followups": 0.3, "extensions": 0.3, "op": 0.05}
 
 class _Found(Exception):
     pass
-
-
-Situations = Sequence[tuple[str, Program]]
-"""(situation, program): a fixed example a property check runs before its random search."""
 
 
 @dataclass(frozen=True)
@@ -186,66 +182,6 @@ def _examples(max_examples: int, share: str) -> int:
 
 def _strategy_key(ops: Sequence[str], options: dict[str, Any]) -> str:
     return "op_graphs " + json.dumps({"ops": list(ops), **options}, sort_keys=True)
-
-
-# ---- the situations each check covers at every seed --------------------------------
-
-
-def _program(leaves: dict[str, tuple[list, bool]], steps: list[tuple[str, str, tuple]]) -> Program:
-    built = tuple(Step(name, op, args) for name, op, args in steps)
-    return Program(tuple(Leaf(n, torch.tensor(v, dtype=torch.float64), rg) for n, (v, rg) in leaves.items()),
-                   built, built[-1].name)
-
-
-_M = [[1.0, -2.0], [3.0, 1.0]]  # square, not symmetric: a flipped transpose shows
-_R = [[1.0, -2.0, 3.0], [2.0, 0.0, -1.0]]  # a zero and negatives in front of relu
-_R2 = [[2.0, 1.0, -1.0], [-3.0, 2.0, 1.0]]
-_S = [[2.0, 1.0], [-1.0, 3.0], [0.0, -2.0]]
-
-CORE_SITUATIONS: Situations = (
-    ("a leaf used twice by one op", _program({"x0": (_M, True)}, [
-        ("x1", "add", ("x0", "x0")), ("x2", "sum", ("x1",))])),
-    ("a leaf used by two ops", _program({"x0": (_R, True), "x1": (_R2, True)}, [
-        ("x2", "mul", ("x0", "x1")), ("x3", "add", ("x2", "x0")), ("x4", "sum", ("x3",))])),
-    ("a shared intermediate (a diamond)", _program({"x0": (_M, True)}, [
-        ("x1", "add", ("x0", "x0")), ("x2", "add", ("x1", "x1")), ("x3", "sum", ("x2",))])),
-    ("paths of different lengths to one node", _program({"x0": (_M, True)}, [
-        ("x1", "mul", ("x0", "x0")), ("x2", "mul", ("x1", "x0")), ("x3", "add", ("x1", "x2")),
-        ("x4", "add", ("x3", "x0")), ("x5", "sum", ("x4",))])),
-    ("a non-square matmul", _program({"x0": (_R, True), "x1": (_S, True)}, [
-        ("x2", "matmul", ("x0", "x1")), ("x3", "sum", ("x2",))])),
-    ("a square non-symmetric matrix times itself", _program({"x0": (_M, True)}, [
-        ("x1", "matmul", ("x0", "x0")), ("x2", "sum", ("x1",))])),
-    ("relu at zero and below", _program({"x0": (_R, True), "x1": (_R2, True)}, [
-        ("x2", "relu", ("x0",)), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
-    ("a leaf that does not require grad", _program({"x0": (_R, True), "x1": (_R2, False)}, [
-        ("x2", "mul", ("x0", "x1")), ("x3", "sum", ("x2",))])),
-    ("sum of a matrix", _program({"x0": (_R, True)}, [("x1", "sum", ("x0",))])),
-)
-"""What ``core.properties`` covers before its random search, with integer values."""
-
-BROADCAST_SITUATIONS: Situations = (
-    ("a row broadcast over the leading axis", _program({"x0": (_R, True), "x1": ([0.5, -1.0, 2.0], True)}, [
-        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
-    ("a column broadcast over a size-1 axis", _program({"x0": (_R, True), "x1": ([[2.0], [-1.0]], True)}, [
-        ("x2", "mul", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
-    ("a (1, m) row", _program({"x0": (_R, True), "x1": ([[1.0, -1.0, 3.0]], True)}, [
-        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
-    ("a 0-d tensor", _program({"x0": (_R, True), "x1": (1.5, True)}, [
-        ("x2", "mul", ("x1", "x0")), ("x3", "mul", ("x2", "x0")), ("x4", "sum", ("x3",))])),
-    ("both operands broadcast", _program({"x0": ([[2.0], [-1.0]], True), "x1": ([[1.0, -1.0, 3.0]], True)}, [
-        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
-    ("a broadcast operand used twice", _program({"x0": (_R, True), "x1": ([0.5, -1.0, 2.0], True)}, [
-        ("x2", "add", ("x0", "x1")), ("x3", "mul", ("x2", "x1")), ("x4", "sum", ("x3",))])),
-)
-"""What ``followups.properties`` covers before its random search."""
-
-
-def situations_for(ops: Sequence[str]) -> list[tuple[str, Program]]:
-    """The fixed programs around each op of ``ops`` (see ``strategies.op_situations``), named by op."""
-    from harness.checks.strategies import op_situations
-
-    return [(f"{name}: {situation}", program) for name in ops for situation, program in op_situations(name)]
 
 
 _CORE_OPS = [spec.name for spec in ops_for_level("core")]

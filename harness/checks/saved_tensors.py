@@ -19,7 +19,8 @@ from typing import Any, Final, Sequence
 import torch
 
 from harness.checks.context import CandidateError, Context, Failed, describe_error
-from harness.checks.targeted import CORE_MEMBERS, check
+from harness.checks.registry import check
+from harness.checks.targeted import CORE_MEMBERS
 from harness.compare import DEFAULT_TOLERANCE, compare
 from harness.ops import OPS
 from harness.program import Leaf, Program, Step, decode_tensor

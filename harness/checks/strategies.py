@@ -14,19 +14,18 @@ the path to the output, a valid X step is appended on top of it, and a draw
 where no X step is valid at all (values shrunk out of X's domain) is
 rejected, so a shrunk counterexample of an op check always contains its op.
 
-What the strategy knows about an op comes from its ``OpSpec`` and from
-probing ``check_operands`` with small tensors: whether it needs 4-D inputs,
-whether it maps integers to integers, which slots take int64 indices. Adding
-an op to the table needs no change here unless it has a new kind of param.
+What the strategy knows about an op comes from its ``OpSpec`` alone: which
+slots take int64 indices, the rank its operands must have (4-D image leaves are
+drawn for the (N, C, H, W) ops), whether it maps integers to integers, and how
+to draw each param that has no default. Adding an op needs no change here.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Sequence
+from typing import Any, Final, Sequence
 
 import torch
 from hypothesis import assume
@@ -35,7 +34,7 @@ from hypothesis import strategies as st
 from harness.ops import INDEX, LEVELS, OPS, TENSOR, OpSpec, broadcast_shape, check_operands, needs_broadcasting, op
 from harness.program import Leaf, Program, Step
 
-__all__ = ["op_graphs", "programs_for_level", "reaches_output", "op_situations"]
+__all__ = ["op_graphs", "programs_for_level", "reaches_output", "broadcasts_implicitly", "IMAGE_HW"]
 
 MAX_LEAVES: Final = 4
 MAX_MAGNITUDE: Final = 1e4
@@ -48,10 +47,6 @@ MIN_MAGNITUDE: Final = 1 / 64
 NUMBERS: Final = (2, -1, 0.5, 3, 1.5)
 """Python numbers used as operands when ``numbers=True``; shrinks towards 2."""
 
-EXPONENTS: Final = (2, 3, -1, 0.5, 1.5)
-"""Values of a ``p`` param (``a ** p``). 0 is left out: its gradient at 0 is a
-convention (torch says 0) rather than calculus."""
-
 KINK_NUDGE: Final = 1e-9
 """Relative nudge used to tell whether a non-smooth op sits on a kink."""
 
@@ -60,7 +55,7 @@ MIXED, POSITIVE, DISTINCT = "mixed", "positive", "distinct"
 _FAMILIES: Final = (MIXED, POSITIVE, DISTINCT)
 
 # Spatial size of the 4-D leaves: non-square so H/W mix-ups show, even so k=2 pools.
-_IMAGE_HW: Final = (2, 4)
+IMAGE_HW: Final = (2, 4)
 
 
 @dataclass(frozen=True)
@@ -115,7 +110,6 @@ def op_graphs(
         raise ValueError(f"focus {focus!r} is not one of the ops {list(ops)!r}")
     if max_steps < 1:
         raise ValueError("max_steps must be at least 1")
-    probes = {spec.name: _probe(spec.name) for spec in specs}
     n, m = draw(st.integers(1, 3)), draw(st.integers(1, 3))
 
     nodes: list[_Node] = []
@@ -135,11 +129,11 @@ def op_graphs(
         # The first leaf always requires grad, so most graphs have a gradient to check.
         requires_grad = index == 0 or draw(st.integers(0, 3)) != 3
         add_leaf(draw(_values(shape, family, integer_values)), requires_grad)
-    if any(p.needs_4d for p in probes.values()):
-        image = (n, m, *_IMAGE_HW)
+    if any(spec.rank == 4 for spec in specs):
+        image = (n, m, *IMAGE_HW)
         add_leaf(draw(_values(image, DISTINCT, integer_values)), draw(st.integers(0, 3)) != 3)
-        if any(probes[spec.name].needs_4d and spec.slots.count(TENSOR) > 1 for spec in specs):
-            kernel = (n, m, draw(st.integers(1, _IMAGE_HW[0])), draw(st.integers(1, 2)))
+        if any(spec.rank == 4 and spec.slots.count(TENSOR) > 1 for spec in specs):
+            kernel = (n, m, draw(st.integers(1, IMAGE_HW[0])), draw(st.integers(1, 2)))
             add_leaf(draw(_values(kernel, MIXED, integer_values)), draw(st.integers(0, 3)) != 3)
     if any(INDEX in spec.slots for spec in specs):
         # Shape (n,) with values below m: class targets for (n, m) logits, ids for an (m, .) table.
@@ -150,8 +144,7 @@ def op_graphs(
     steps: list[Step] = []
     for op_pick, first, second, variant in plan:
         spec = specs[op_pick]
-        made = _make_step(spec, probes[spec.name], nodes, (first, second), variant, numbers, broadcasting,
-                          len(leaves) + len(steps))
+        made = _make_step(spec, nodes, (first, second), variant, numbers, broadcasting, len(leaves) + len(steps))
         if made is not None:
             step, node = made
             steps.append(step)
@@ -159,7 +152,7 @@ def op_graphs(
     if focus is not None and not reaches_output(steps, focus):
         # The focus op goes on top of what was drawn (its latest node first), so the
         # rest of the graph still feeds the output through it.
-        made = _first_valid_step([op(focus)], probes, nodes, broadcasting, len(leaves) + len(steps))
+        made = _first_valid_step([op(focus)], nodes, broadcasting, len(leaves) + len(steps))
         assume(made is not None)  # every operand is outside the op's domain: not an example of this op
         step, node = made
         steps.append(step)
@@ -167,7 +160,7 @@ def op_graphs(
     if not steps:
         # Every drawn step was invalid: take the first valid one in a fixed order instead,
         # so rarely valid ops (conv2d, cross_entropy) still appear.
-        made = _first_valid_step(specs, probes, nodes, broadcasting, len(leaves))
+        made = _first_valid_step(specs, nodes, broadcasting, len(leaves))
         assume(made is not None)
         step, node = made
         steps.append(step)
@@ -270,8 +263,8 @@ def _step_plans(op_count: int) -> st.SearchStrategy[tuple[int, int, int, int]]:
     return st.tuples(st.integers(0, op_count - 1), _PICK, _PICK, st.integers(0, _VARIANTS - 1))
 
 
-def _make_step(spec: OpSpec, probe: _Probe, nodes: list[_Node], picks: tuple[int, int], variant: int,
-               numbers: bool, broadcasting: bool, index: int) -> tuple[Step, _Node] | None:
+def _make_step(spec: OpSpec, nodes: list[_Node], picks: tuple[int, int], variant: int, numbers: bool,
+               broadcasting: bool, index: int) -> tuple[Step, _Node] | None:
     param_pick = variant % _PARAM_PICKS
     # Flags 3 and 4 put a number in slot 0 or 1 (where the table allows one); others none.
     number_slot = (variant // _PARAM_PICKS) % _NUMBER_FLAGS - 3 if numbers else -1
@@ -288,15 +281,12 @@ def _make_step(spec: OpSpec, probe: _Probe, nodes: list[_Node], picks: tuple[int
             args.append(number)
         else:
             # An op that only takes 4-D inputs picks among the 4-D nodes, or it would hardly ever run.
-            candidates = [x for x in floats if x.value.dim() == 4] if probe.needs_4d else floats
+            candidates = [x for x in floats if x.value.dim() == spec.rank] if spec.rank else floats
             if not candidates:
                 return None
             args.append(_pick(candidates, pick))
     operands = [a.value if isinstance(a, _Node) else a for a in args]
-    params = _params(spec, operands, param_pick)
-    if params is None:
-        return None
-    return _accept(spec, probe, args, operands, params, broadcasting, index)
+    return _accept(spec, args, operands, spec.drawn_params(operands[0], param_pick), broadcasting, index)
 
 
 def _pick(nodes: list[_Node], pick: int) -> _Node:
@@ -308,7 +298,7 @@ def _pick(nodes: list[_Node], pick: int) -> _Node:
     return nodes[-(pick % len(nodes))]  # -0 is 0
 
 
-def _accept(spec: OpSpec, probe: _Probe, args: list[_Node | float | int], operands: list[Any],
+def _accept(spec: OpSpec, args: list[_Node | float | int], operands: list[Any],
             params: dict[str, Any], broadcasting: bool, index: int) -> tuple[Step, _Node] | None:
     """The step and its node when the op may run on these operands here, else None."""
     if check_operands(spec, operands, params) is not None:
@@ -318,14 +308,14 @@ def _accept(spec: OpSpec, probe: _Probe, args: list[_Node | float | int], operan
     result = spec.apply_torch(operands, params)
     if not bool(torch.isfinite(result).all()) or (result.numel() and float(result.abs().max()) > MAX_MAGNITUDE):
         return None
-    if _broadcasts_implicitly(spec, operands, params, result):
+    if broadcasts_implicitly(spec, operands, params, result):
         return None
     inputs_exact = all(a.exact for a in args if isinstance(a, _Node))
     if not spec.smooth and not inputs_exact and not _off_kinks(spec, operands, params):
         return None
     # Whole numbers stay whole through an op that keeps integers, with no rounding on the way.
     integers_in = all(_integral(x) if isinstance(x, torch.Tensor) else float(x).is_integer() for x in operands)
-    exact = inputs_exact and integers_in and probe.keeps_integers and _integral(result)
+    exact = inputs_exact and integers_in and spec.keeps_integers and _integral(result)
     name = f"x{index}"
     names = tuple(a.name if isinstance(a, _Node) else a for a in args)
     return Step(name, spec.name, names, tuple(params.items())), _Node(name, result.detach(), exact)
@@ -344,15 +334,15 @@ def reaches_output(steps: Sequence[Step], op_name: str) -> bool:
     return False
 
 
-def _first_valid_step(specs: Sequence[OpSpec], probes: dict[str, _Probe], nodes: list[_Node],
-                      broadcasting: bool, index: int) -> tuple[Step, _Node] | None:
+def _first_valid_step(specs: Sequence[OpSpec], nodes: list[_Node], broadcasting: bool,
+                      index: int) -> tuple[Step, _Node] | None:
     # Picks 1, 0, 2, 3, ...: the latest node first, then x0, then the others.
     picks = [1, 0, *range(2, len(nodes))] if len(nodes) > 1 else [0]
     for spec in specs:
         for i in picks:
             for j in picks:
                 for variant in range(2):
-                    made = _make_step(spec, probes[spec.name], nodes, (i, j), variant, False, broadcasting, index)
+                    made = _make_step(spec, nodes, (i, j), variant, False, broadcasting, index)
                     if made is not None:
                         return made
     return None
@@ -368,7 +358,7 @@ def _integral(t: torch.Tensor) -> bool:
     return bool((t == t.round()).all())
 
 
-def _broadcasts_implicitly(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any],
+def broadcasts_implicitly(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any],
                            result: torch.Tensor) -> bool:
     """An op outside the broadcasting follow-up that still stretched its operands
     (torch.maximum does): the contract promises broadcasting only for ``broadcasts`` ops."""
@@ -414,164 +404,17 @@ def _gradients(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any]) ->
     return [torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads)]
 
 
-# ---- fixed programs around one op -----------------------------------------------
+# ---- the ops a graph may use ----------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)  # fixed values: the same programs for every grade
-def op_situations(name: str) -> tuple[tuple[str, Program], ...]:
-    """Small fixed programs around op ``name``, each named by the situation it covers.
-
-    The op on leaves, its result weighted (an upstream gradient that is not all ones,
-    every value used once), its result used twice (the same, through reuse), and its
-    first input also used outside it (a contribution to add up). The
-    leaves are fixed values inside the op's domain, so a property check can run
-    these before any random search: every op check sees each situation at any seed.
-    """
-    spec = op(name)
-    made = _operands_for(spec)
-    if made is None:
-        return ()
-    operands, params = made
-    leaves, names = [], []
-    for i, value in enumerate(operands):
-        if isinstance(value, torch.Tensor):
-            leaves.append(Leaf(f"x{i}", value, value.is_floating_point()))
-            names.append(f"x{i}")
-        else:
-            names.append(value)
-    z = Step("z", name, tuple(names), tuple(params.items()))
-    first = next(n for n, v in zip(names, operands) if isinstance(v, torch.Tensor) and v.is_floating_point())
-    out = spec.apply_torch(operands, params)
-    # A weight of distinct values other than 1: an upstream gradient that is not all ones, with every value used once.
-    weight = Leaf("v", (torch.arange(out.numel(), dtype=torch.float64) * 0.5 - 1.25).reshape(out.shape)
-                  + (out.numel() == 1) * 3.0, True)
-    built = [
-        ("the op on leaves", [z, Step("y", "sum", ("z",))]),
-        ("its result weighted", [z, Step("w", "mul", ("z", "v")), Step("y", "sum", ("w",))]),
-        ("its result used twice", [z, Step("w", "mul", ("z", "z")), Step("y", "sum", ("w",))]),
-        ("its input also used outside it", [z, Step("s", "sum", ("z",)), Step("t", "sum", (first,)),
-                                            Step("y", "mul", ("s", "t"))]),
-    ]
-    return tuple((situation, Program(tuple(leaves) + ((weight,) if any(s.name == "w" and "v" in s.args for s in steps)
-                                                      else ()), tuple(steps), "y"))
-                 for situation, steps in built)
-
-
-def _fixed_leaves(n: int = 2, m: int = 3) -> list[torch.Tensor]:
-    """Deterministic leaf values: mixed-sign and positive, distinct, no zeros, in the shapes ops need."""
-    out = []
-    for shape in [(n, m), (m, n), (n, n), (m, m), (n, m, *_IMAGE_HW), (n, m, 2, 2)]:
-        size = math.prod(shape)
-        steps = torch.arange(size, dtype=torch.float64)
-        out.append(((steps - size // 2) * 0.75 + 0.25).reshape(shape))   # mixed signs, never 0
-        out.append(((steps + 1) * 0.5).reshape(shape))                   # positive
-    return out
-
-
-def _operands_for(spec: OpSpec) -> tuple[list[Any], dict[str, Any]] | None:
-    """The first valid operands for ``spec`` among the fixed leaves (and int64 ids for index slots)."""
-    pool = _fixed_leaves()
-    ids = torch.tensor([2, 0], dtype=torch.int64)
-    choices = [[ids] if kind == INDEX else pool for kind in spec.slots]
-    # Distinct operands first: x0 * x1 with x0 == x1 would hide a swapped operand.
-    combos = sorted(itertools.product(*choices), key=lambda c: len({id(x) for x in c}) < len(c))
-    for combo in combos:
-        operands = list(combo)
-        params = _params(spec, operands, 0)
-        if params is None or check_operands(spec, operands, params) is not None:
-            continue
-        if needs_broadcasting(spec, operands):
-            continue
-        result = spec.apply_torch(operands, params)
-        if bool(torch.isfinite(result).all()) and not _broadcasts_implicitly(spec, operands, params, result):
-            return operands, params
-    return None
-
-
-# ---- params --------------------------------------------------------------------
-# Keyed by param name, the table's vocabulary: a drawer turns a pick into a value
-# that suits the first operand. A param with a default is left at its default.
-
-
-def _exponent(x: Any, pick: int) -> float:
-    return EXPONENTS[pick % len(EXPONENTS)]
-
-
-def _pool_size(x: Any, pick: int) -> int:
-    sizes = [k for k in (2, 1, 3) if isinstance(x, torch.Tensor) and x.dim() == 4
-             and x.shape[2] % k == 0 and x.shape[3] % k == 0] or [2]
-    return sizes[pick % len(sizes)]
-
-
-def _new_shape(x: Any, pick: int) -> tuple[int, ...]:
-    shape = tuple(x.shape) if isinstance(x, torch.Tensor) else ()
-    size = math.prod(shape)
-    # The reversed shape first: reshaping (n, m) to (m, n) is not a transpose.
-    choices = [tuple(reversed(shape)), (size,), (1, size), (size, 1)]
-    return choices[pick % len(choices)]
-
-
-_PARAM_DRAWERS: Final[dict[str, Callable[[Any, int], Any]]] = {
-    "p": _exponent,
-    "k": _pool_size,
-    "shape": _new_shape,
-}
-
-
-def _params(spec: OpSpec, operands: Sequence[Any], pick: int) -> dict[str, Any] | None:
-    params = {}
-    for name in spec.params:
-        if name in spec.defaults:
-            continue
-        drawer = _PARAM_DRAWERS.get(name)
-        if drawer is None:
-            return None
-        params[name] = drawer(operands[0], pick)
-    return params
+_RANKS: Final = (None, 4)
+"""What the leaves can feed: 2-D (and, when broadcasting, smaller) tensors, and (N, C, H, W) images."""
 
 
 def _usable_specs(names: tuple[str, ...]) -> list[OpSpec]:
     specs = [op(name) for name in dict.fromkeys(names)]
-    return [s for s in specs if all(p in s.defaults or p in _PARAM_DRAWERS for p in s.params)]
-
-
-# ---- what probing the table tells us ------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Probe:
-    needs_4d: bool
-    """Accepts (N, C, H, W) inputs but no 2-D ones: 4-D leaves must be drawn."""
-    keeps_integers: bool
-    """Maps integer inputs to integers without rounding (not mean, div, exp, ...)."""
-
-
-@functools.lru_cache(maxsize=None)
-def _probe(name: str) -> _Probe:
-    spec = OPS[name]
-    accepts_2d = _probe_result(spec, 2, distinct=True) is not None
-    accepts_4d = _probe_result(spec, 4, distinct=True) is not None
-    rank = 2 if accepts_2d else 4
-    # Ones with a single 2: a mean, an average or a division cannot come out whole.
-    result = _probe_result(spec, rank, distinct=False)
-    keeps = not spec.transcendental and result is not None and _integral(result)
-    return _Probe(needs_4d=accepts_4d and not accepts_2d, keeps_integers=keeps)
-
-
-def _probe_result(spec: OpSpec, rank: int, distinct: bool) -> torch.Tensor | None:
-    shape = (2, 2) if rank == 2 else (1, 1, 2, 2)
-    operands: list[Any] = []
-    for slot, kind in enumerate(spec.slots):
-        if kind == INDEX:
-            operands.append(torch.zeros(2, dtype=torch.int64))
-        elif distinct:
-            operands.append(torch.arange(1.0, 5.0, dtype=torch.float64).reshape(shape) + 0.5 * slot)
-        else:
-            ones = torch.ones(4, dtype=torch.float64)
-            ones[0] = 2.0
-            operands.append(ones.reshape(shape) + slot)
-    params = {name: (2 if name == "k" else _PARAM_DRAWERS[name](operands[0], 0))
-              for name in spec.params if name not in spec.defaults}
-    if check_operands(spec, operands, params) is not None:
-        return None
-    return spec.apply_torch(operands, params)
+    for spec in specs:
+        if spec.rank not in _RANKS:
+            raise ValueError(f"op {spec.name} declares rank {spec.rank}: random graphs draw 2-D and (N, C, H, W) "
+                             "leaves only")
+    return specs

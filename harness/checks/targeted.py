@@ -1,6 +1,6 @@
 """The targeted checks: each rule of the contract as its own check with its own message.
 
-Checks are declared with ``@check`` in the order they run; the docstring's
+Checks are declared with ``@check`` (``registry.py``) in the order they run; the docstring's
 first line is the title a candidate reads. A check passes by returning, fails
 by raising ``Failed`` (a wrong answer) and errs by raising ``CandidateError``
 or ``CandidateTimeout`` (the candidate's code raised, died or hung).
@@ -8,85 +8,24 @@ or ``CandidateTimeout`` (the candidate's code raised, died or hung).
 
 from __future__ import annotations
 
-import functools
-import math
-from dataclasses import dataclass
-from typing import Callable, Final, Sequence
+from typing import Final
 
 import torch
 
-from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, Observation,
-                                    describe_error, judge)
-from harness.compare import DEFAULT_TOLERANCE, compare, tolerance_for
-from harness.concepts import concepts
-from harness.ops import ops_for_level
+from harness.checks.builders import program as _program, tensor as _t
+from harness.checks.context import CandidateError, Context, Evidence, Failed, Observation, describe_error, judge
+from harness.checks.registry import check
 from harness.checks.snippets import reproduce
-from harness.program import Leaf, Program, Step
-from harness.vocabulary import LEVELS
+from harness.checks.timing import (GROWTH_WIDTHS, every_path, measure_growth, stacked_diamonds, verify_wide,
+                                   wide_graph)
+from harness.compare import compare, tolerance_for
+from harness.ops import ops_for_level
+from harness.program import Program
 
-__all__ = ["CheckSpec", "CHECKS", "check", "Growth", "measure_growth", "wide_graph", "stacked_diamonds",
-           "every_path", "ORDER_GRAPHS"]
-
-
-@dataclass(frozen=True)
-class CheckSpec:
-    id: str
-    level: str
-    concept: str
-    run: Callable[[Context], None]
-    requires: frozenset[str]
-    """Members (``relu``) and features (``feature:no_grad``) the candidate needs to attempt it."""
-    timeout: float
-    """Seconds for the whole check."""
-    cost: float = 1.0
-    """Rough seconds on a correct engine: the grader starts the costliest checks first."""
-    isolated: bool = True
-    """Runs in a fresh worker. Checks that only run graph programs may share one, as spec cases do:
-    starting a worker would cost more than they do."""
-
-    @property
-    def title(self) -> str:
-        return (self.run.__doc__ or self.id).strip().splitlines()[0]
-
-    @property
-    def hint(self) -> str | None:
-        lines = [line.strip() for line in (self.run.__doc__ or "").strip().splitlines()[1:] if line.strip()]
-        return " ".join(lines) or None
-
-
-CHECKS: Final[list[CheckSpec]] = []
+__all__ = ["CORE_MEMBERS", "ORDER_GRAPHS"]
 
 CORE_MEMBERS: Final = frozenset({"backward"} | {spec.member for spec in ops_for_level("core")})
-
-
-def check(id: str, level: str, concept: str, *, requires: frozenset[str] | set[str] = frozenset(),
-          timeout: float = 30.0, cost: float = 0.1,
-          isolated: bool = True) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
-    """Register a check. Its level is one of the vocabulary's, its concept one that `grade explain` knows."""
-    if level not in LEVELS:
-        raise ValueError(f"check {id}: unknown level {level!r}; one of {', '.join(LEVELS)}")
-    if concept not in concepts():
-        raise ValueError(f"check {id}: unknown concept {concept!r}: add it to harness/data/concepts.yaml")
-
-    def register(fn: Callable[[Context], None]) -> Callable[[Context], None]:
-        CHECKS.append(CheckSpec(id, level, concept, fn, frozenset(requires), timeout, cost, isolated))
-        return fn
-
-    return register
-
-
-# ---- small program builders -------------------------------------------------------
-
-
-def _t(values, dtype=torch.float64) -> torch.Tensor:
-    return torch.tensor(values, dtype=dtype)
-
-
-def _program(leaves: dict[str, tuple[torch.Tensor, bool]], steps: list[tuple[str, str, list]],
-             upstream: torch.Tensor | None = None, passes: int = 1) -> Program:
-    """A program from ``{name: (value, requires_grad)}`` and ``(name, op, args)`` steps; the last step is the output."""
-    built = tuple(Step(name, op, tuple(args)) for name, op, args in steps)
-    return Program(tuple(Leaf(n, v, rg) for n, (v, rg) in leaves.items()), built, built[-1].name, upstream, passes)
+"""What every check needs to be attempted: the core ops and backward."""
 
 
 _A = _t([[1.0, -2.0, 3.0], [0.5, 2.0, -1.0]])
@@ -222,18 +161,6 @@ def reuse_accumulates(ctx: Context) -> None:
         ctx.expect(p, hint="the tensor used more than once must receive the sum of all contributions")
 
 
-def stacked_diamonds(levels: int) -> Program:
-    """h -> (h + z, h + z) -> their sum, stacked: the gradient doubles per level, the paths double too."""
-    steps: list[tuple] = []
-    h = "x"
-    for i in range(levels):
-        steps += [(f"p{i}", "add", [h, "z"]), (f"q{i}", "add", [h, "z"]), (f"h{i}", "add", [f"p{i}", f"q{i}"])]
-        h = f"h{i}"
-    steps.append(("y", "sum", [h]))
-    # z requires grad too: a leaf that needs none is the requires_grad concept's, not order's.
-    return _program({"x": (_t([1.0, -1.0]), True), "z": (_t([0.0, 0.0]), True)}, steps)
-
-
 def _mirrored(steps: list[tuple[str, str, list]]) -> list[tuple[str, str, list]]:
     """The same graph with the operands of every + and * swapped: ``a + b`` becomes ``b + a``."""
     return [(name, op, args[::-1] if op in ("add", "mul") else args) for name, op, args in steps]
@@ -264,9 +191,6 @@ def _order_graphs() -> list[Program]:
 
 ORDER_GRAPHS: Final = _order_graphs()
 
-EVERY_PATH_LEVELS: Final = 40
-EVERY_PATH_TIMEOUT: Final = 3.0
-"""Seconds for 40 stacked diamonds (122 nodes): milliseconds for a reverse topological walk, never for 2^40 paths."""
 
 
 @check("core.order", "core", "order", requires=CORE_MEMBERS, timeout=20.0)
@@ -281,129 +205,6 @@ def reverse_topological_order(ctx: Context) -> None:
     every_path(ctx)
 
 
-def every_path(ctx: Context, levels: int = EVERY_PATH_LEVELS, timeout: float = EVERY_PATH_TIMEOUT) -> None:
-    """Fail unless backward over ``levels`` stacked diamonds finishes: an engine that walks every path never does."""
-    deep = stacked_diamonds(levels)
-    nodes = len(deep.steps)
-    why = (f"it walks every path through the graph (2^{levels} of them) instead of visiting each node once in "
-           "reverse topological order")
-    try:
-        obs = ctx.run(deep, timeout=timeout, observe="output", timed=True)
-    except CandidateTimeout:
-        raise Failed(f"backward did not finish within {timeout:g} s on {levels} stacked diamonds ({nodes} nodes): "
-                     f"{why}", graph=f"{levels} stacked diamonds: p = h + z; q = h + z; h = p + q"
-                     ).with_evidence(Evidence(deep, None, None)) from None
-    if obs.error is not None:
-        raise CandidateError(describe_error(obs.error)).with_evidence(Evidence(deep, obs, None))
-    if obs.cpu_seconds is not None and obs.cpu_seconds > 1.0:
-        raise Failed(f"backward on {levels} stacked diamonds ({nodes} nodes) used {obs.cpu_seconds:.2f} s of CPU, "
-                     f"where a reverse topological walk takes milliseconds: {why}",
-                     cpu_seconds=obs.cpu_seconds).with_evidence(Evidence(deep, obs, None))
-
-
-@functools.lru_cache(maxsize=8)  # programs are immutable, and building 16k steps costs more than running them
-def wide_graph(width: int) -> Program:
-    """``width`` sums ``x + x``, added up pairwise: about ``2 * width`` nodes, depth ~log2(width)."""
-    steps: list[tuple] = [(f"t{i}", "add", ["x", "x"]) for i in range(width)]
-    layer = [f"t{i}" for i in range(width)]
-    depth = 0
-    while len(layer) > 1:
-        depth += 1
-        nxt = []
-        for i in range(0, len(layer) - 1, 2):
-            name = f"s{depth}_{i // 2}"
-            steps.append((name, "add", [layer[i], layer[i + 1]]))
-            nxt.append(name)
-        if len(layer) % 2:
-            nxt.append(layer[-1])
-        layer = nxt
-    steps.append(("y", "sum", [layer[0]]))
-    return _program({"x": (_t([1.0, 2.0]), True)}, steps)
-
-
-GROWTH_WIDTHS: Final = (2048, 4096, 8192)
-"""Wide graphs of about 4k, 8k and 16k nodes: large enough that a quadratic walk dominates the run."""
-GROWTH_RUNS: Final = 3
-SUPERLINEAR_EXPONENT: Final = 1.5
-"""Fitted exponent above which growth is super-linear: a linear engine measures 0.7-1.3 here, a quadratic one 1.6-1.9."""
-MIN_EXCESS_SECONDS: Final = 0.3
-"""CPU seconds the largest graph must take beyond a linear extrapolation from the smallest, so that clock
-ticks (10 ms) and small engines' noise never decide a verdict."""
-CLEARLY_LINEAR_EXPONENT: Final = 1.4
-"""Below this and half the excess, one run settles it. A single run can understate growth as
-well as overstate it (a fresh worker's first, smallest run is often slow), so anything between
-is measured again."""
-_TICK: Final = 0.005
-
-
-@dataclass(frozen=True)
-class Growth:
-    """CPU time against graph size: the best of several runs per size, and the fitted exponent."""
-
-    points: tuple[tuple[int, float], ...]
-    """(nodes, best CPU seconds) per size, smallest first."""
-
-    @property
-    def exponent(self) -> float:
-        """Least-squares slope of log(time) against log(nodes): 1 is linear, 2 quadratic."""
-        xs = [math.log(n) for n, _ in self.points]
-        ys = [math.log(max(t, _TICK)) for _, t in self.points]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-
-    @property
-    def excess(self) -> float:
-        """Seconds the largest size took beyond the smallest size's time scaled linearly."""
-        (n0, t0), (n1, t1) = self.points[0], self.points[-1]
-        return t1 - t0 * n1 / n0
-
-    @property
-    def superlinear(self) -> bool:
-        return self.exponent > SUPERLINEAR_EXPONENT and self.excess > MIN_EXCESS_SECONDS
-
-    @property
-    def clearly_linear(self) -> bool:
-        """Well below both bars, so that a better run could not lift it over them."""
-        return self.exponent <= CLEARLY_LINEAR_EXPONENT and self.excess <= MIN_EXCESS_SECONDS / 2
-
-
-def measure_growth(ctx: Context, programs: Sequence[Program], *, runs: int = GROWTH_RUNS,
-                   verify: Callable[[Program, Observation], None] | None = None) -> Growth:
-    """Time each program (ascending sizes) by the worker's CPU time, as measured by the kernel.
-
-    One run per size is enough when growth is clearly linear. Anything else is measured
-    again, up to ``runs`` times per size, and judged on the best time of each size: load and
-    a fresh worker's warm-up only add time, to a small graph as much as to a large one, so
-    one slow run can hide a quadratic walk as easily as fake one.
-    """
-    best = [math.inf] * len(programs)
-    growth = Growth(())
-    for _ in range(runs):
-        for i, program in enumerate(programs):
-            obs = ctx.run(program, timeout=40.0, observe="output", guard=False, timed=True)
-            if verify is not None:
-                verify(program, obs)
-            if obs.cpu_seconds is not None and not math.isnan(obs.cpu_seconds):
-                best[i] = min(best[i], obs.cpu_seconds)
-        if any(math.isinf(t) for t in best):
-            return Growth(())  # the kernel's count was unavailable: no verdict either way
-        growth = Growth(tuple((len(p.steps), t) for p, t in zip(programs, best)))
-        if growth.clearly_linear:
-            break
-    return growth
-
-
-def _verify_wide(program: Program, obs: Observation) -> None:
-    if obs.error is not None:
-        raise CandidateError(describe_error(obs.error)).with_evidence(Evidence(program, obs, None))
-    # Every x + x adds 2 to x's gradient (torch on 16k nodes would cost more than the run).
-    want = 2.0 * sum(step.args == ("x", "x") for step in program.steps)
-    grad = obs.grads.get("x")
-    if not isinstance(grad, torch.Tensor) or compare(grad, torch.full_like(program.leaf("x").value, want),
-                                                     DEFAULT_TOLERANCE, "x.grad"):
-        raise Failed(f"on a wide graph of {len(program.steps)} nodes x.grad is "
-                     f"{grad.tolist() if isinstance(grad, torch.Tensor) else grad}, expected {want:g} everywhere"
-                     ).with_evidence(Evidence(program, obs, None))
 
 
 @check("core.linear_time", "core", "linearity", requires=CORE_MEMBERS, timeout=90.0, cost=1.0)
@@ -412,7 +213,7 @@ def backward_is_linear(ctx: Context) -> None:
 
     Keep visited nodes in a set (keyed by id), not a list: membership tests must be O(1).
     """
-    growth = measure_growth(ctx, [wide_graph(w) for w in GROWTH_WIDTHS], verify=_verify_wide)
+    growth = measure_growth(ctx, [wide_graph(w) for w in GROWTH_WIDTHS], verify=verify_wide)
     if growth.points and growth.superlinear:
         (n0, t0), (n1, t1) = growth.points[0], growth.points[-1]
         raise Failed(f"forward and backward over {n1} nodes used {t1:.2f} s of CPU against {t0:.3f} s for {n0}: "
@@ -613,93 +414,3 @@ def number_operands(ctx: Context) -> None:
 
 
 
-# ---- ties: every valid convention passes, the full gradient to every tied element does not ----
-
-
-def _tied_groups_maximum(a: torch.Tensor, b: torch.Tensor) -> list[list[tuple[str, int]]]:
-    return [[("a", i), ("b", i)] for i in range(a.numel()) if a.reshape(-1)[i] == b.reshape(-1)[i]]
-
-
-def _tied_groups_pool(x: torch.Tensor, k: int) -> list[list[tuple[str, int]]]:
-    n, c, h, w = x.shape
-    flat = torch.arange(x.numel()).reshape(x.shape)
-    groups = []
-    for i in range(0, h, k):
-        for j in range(0, w, k):
-            window, where = x[0, 0, i:i + k, j:j + k].reshape(-1), flat[0, 0, i:i + k, j:j + k].reshape(-1)
-            top = window == window.max()
-            if int(top.sum()) > 1:
-                groups.append([("x", int(p)) for p in where[top]])
-    return groups
-
-
-def _judge_ties(ctx: Context, program: Program, groups: list[list[tuple[str, int]]]) -> None:
-    """Outside the tied elements the gradient is torch's; a tie's elements share its gradient in any proportion
-    (all to one of them, split evenly) but together receive it exactly once."""
-    expected = program.run_torch()
-    obs = ctx.run(program)
-    if obs.error is not None:
-        raise CandidateError(describe_error(obs.error), graph=program.expression()).with_evidence(
-            Evidence(program, obs, expected))
-    tied = {(leaf, i) for group in groups for leaf, i in group}
-    problem = None
-    verdict = judge(program, obs, expected, ("values",))
-    if verdict is not None:
-        problem = verdict.message
-    for leaf in (leaf for leaf in program.leaves if leaf.requires_grad and problem is None):
-        got, want = obs.grads.get(leaf.name), expected.grads[leaf.name]
-        if not isinstance(got, torch.Tensor) or got.numel() != want.numel():
-            problem = judge(program, obs, expected, ("grads",)).message if judge(
-                program, obs, expected, ("grads",)) else f"{leaf.name}.grad is missing"
-            break
-        g, w = got.reshape(-1).to(torch.float64), want.reshape(-1)
-        for i in range(w.numel()):
-            if (leaf.name, i) not in tied and not math.isclose(float(g[i]), float(w[i]), rel_tol=1e-6, abs_tol=1e-9):
-                problem = f"{leaf.name}.grad at flat index {i} is {float(g[i]):g}, expected {float(w[i]):g}"
-                break
-    if problem is None:
-        for group in groups:
-            got = {(leaf, i): float(obs.grads[leaf].reshape(-1)[i]) for leaf, i in group}
-            total = sum(float(expected.grads[leaf].reshape(-1)[i]) for leaf, i in group)
-            shares = sum(got.values())
-            places = ", ".join(f"{leaf}[{i}]" for leaf, i in group)
-            if not math.isclose(shares, total, rel_tol=1e-6, abs_tol=1e-9) or min(got.values()) < -1e-9:
-                many = " (the full gradient to every tied element)" if math.isclose(
-                    shares, total * len(group), rel_tol=1e-6) else ""
-                problem = (f"the tied elements {places} received {', '.join(f'{v:g}' for v in got.values())}, "
-                           f"{shares:g} in all, where their gradient is {total:g}{many}: give it to one of them or "
-                           "split it, exactly once")
-                break
-    if problem is not None:
-        raise Failed(problem, graph=program.expression(),
-                     snippet=reproduce(program, ctx.path, ctx.class_name)).with_evidence(
-            Evidence(program, obs, expected))
-
-
-@check("extensions.ties.maximum", "extensions", "routing", requires=CORE_MEMBERS | {"maximum"})
-def maximum_ties(ctx: Context) -> None:
-    """maximum at a tie: the gradient goes to one side or is split, exactly once.
-
-    At a tie either operand may take the gradient, or both half of it (torch splits it); both taking all of it
-    counts it twice.
-    """
-    a, b = _t([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), _t([[1.0, 0.0, 3.0], [5.0, 5.0, 2.0]])
-    v = _t([[1.0, 1.5, 2.0], [2.5, 3.0, 3.5]])
-    p = _program({"a": (a, True), "b": (b, True), "v": (v, False)},
-                 [("z", "maximum", ["a", "b"]), ("w", "mul", ["z", "v"]), ("y", "sum", ["w"])])
-    _judge_ties(ctx, p, _tied_groups_maximum(a, b))
-
-
-@check("extensions.ties.max_pool2d", "extensions", "routing", requires=CORE_MEMBERS | {"max_pool2d"})
-def max_pool_ties(ctx: Context) -> None:
-    """max_pool2d with a tied maximum: the window's gradient goes to one of them or is split, exactly once.
-
-    Torch gives it to the first maximum; any one of them, or an even split, is as valid; every tied element
-    taking all of it is not.
-    """
-    x = _t([[[[1.0, 3.0, 2.0, 5.0], [3.0, 0.0, 4.0, 1.0], [7.0, 7.0, 0.0, -1.0], [7.0, 7.0, 6.0, 2.0]]]])
-    v = _t([[[[1.0, 1.5], [2.0, 2.5]]]])
-    p = _program({"x": (x, True), "v": (v, False)},
-                 [("z", "max_pool2d", ["x"]), ("w", "mul", ["z", "v"]), ("y", "sum", ["w"])])
-    p = Program(p.leaves, (Step("z", "max_pool2d", ("x",), (("k", 2),)), *p.steps[1:]), p.output)
-    _judge_ties(ctx, p, _tied_groups_pool(x, 2))

@@ -6,8 +6,8 @@ batch.py  ``grade batch``: a folder (or zip) of submissions for interviewers
 spec.py   ``grade spec ...``: check, write and fill YAML graph cases
 audit.py  the kill matrix behind ``grade spec audit``
 
-``batch`` and ``spec`` are imported only when used: they import torch, which must not delay
-the sandbox. ``grade`` (pyproject's console script) is ``harness.cli:main``.
+``batch`` and ``spec`` are imported only when used: they import much of the grader, which must
+not delay the sandbox. ``grade`` (pyproject's console script) is ``harness.cli:main``.
 """
 
 from harness.cli.group import main

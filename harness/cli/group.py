@@ -26,7 +26,7 @@ class _GradeGroup(click.Group):
     """A group whose first argument may be a file: ``grade FILE`` means ``grade file FILE``."""
 
     LAZY = {"spec": ("harness.cli.spec", "spec"), "batch": ("harness.cli.batch", "batch")}
-    """Subcommands imported only when used: they import torch, which must not delay the sandbox."""
+    """Subcommands imported only when used: they import much of the grader, which must not delay the sandbox."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):

@@ -49,7 +49,7 @@ def check_command(paths: tuple[Path, ...]) -> None:
         if not DEFAULT_SPECS_DIR.is_dir():
             raise click.UsageError(f"no PATH given and the default spec folder {DEFAULT_SPECS_DIR} does not exist")
         paths = (_shown(DEFAULT_SPECS_DIR),)
-    result = specs.check(paths)
+    result = specs.check_specs(paths)
     if not result.files:
         click.echo(f"no spec files (*.yaml) in {', '.join(map(str, paths))}")
         raise click.exceptions.Exit(1)

@@ -48,10 +48,10 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ALLOWED_MODULES", "Verdict", "classify", "classify_module", "module_reason",
+__all__ = ["ALLOWED_MODULES", "Classification", "classify", "classify_module", "module_reason",
            "AUTOGRAD_ATTRIBUTES", "TENSOR_AUTOGRAD_ATTRIBUTES", "DUNDER_WALKS", "FRAME_ATTRIBUTES", "WHY"]
 
-Verdict = tuple[str, str]
+Classification = tuple[str, str]
 """``("violation" | "review", why)``."""
 
 ALLOWED_MODULES: Final[dict[str, str]] = {
@@ -242,14 +242,14 @@ def _allowed_root(parts: list[str]) -> str | None:
     return None
 
 
-def classify_module(module: str) -> Verdict | None:
+def classify_module(module: str) -> Classification | None:
     """The verdict on importing ``module`` as a whole (``import x.y``)."""
     if module == "torch.nn" or module == "torch.autograd.grad_mode":
         return None  # parents of allowed parts; what is used from them is judged at each use
     return classify(module)
 
 
-def classify(path: str) -> Verdict | None:
+def classify(path: str) -> Classification | None:
     """The verdict on using the resolved dotted ``path`` (a module, or an attribute of one), or None if fine."""
     parts = path.split(".")
     root = parts[0]
@@ -299,7 +299,7 @@ _DANGEROUS_BUILTINS: Final[dict[str, str]] = {
 }
 
 
-def _classify_builtin(name: str) -> Verdict | None:
+def _classify_builtin(name: str) -> Classification | None:
     family = _DANGEROUS_BUILTINS.get(name)
     return ("review", WHY[family]) if family else None
 
@@ -313,7 +313,7 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def _classify_torch(path: str, parts: list[str]) -> Verdict | None:
+def _classify_torch(path: str, parts: list[str]) -> Classification | None:
     if len(parts) == 1 or path in _AUTOGRAD_OFF_SWITCHES:
         return None
     top = parts[1]

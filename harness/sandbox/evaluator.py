@@ -10,7 +10,6 @@ candidate code cannot reach.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib.util
 import inspect
@@ -18,72 +17,23 @@ import os
 import socket
 import sys
 import time
-import traceback
-import types
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
 from harness.integrity.audit import install as install_audit_hook
-from harness.sandbox.tripwires import Tripwires, carries_autograd
+from harness.sandbox.tripwires import Tripwires
 from harness.sandbox import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 from harness.sandbox.formulas import foreign_formulas
-from harness.sandbox.running_node import running_node
 from harness.sandbox.saved import kept_storages, storage_key
 from harness.variants import FOREIGN_FORMULA
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
-
-# ---- observing candidate objects ------------------------------------------------
-
-
-def _observe_tensor(value: Any) -> dict[str, Any] | None:
-    """A torch tensor as plain numbers, or a description of whatever else it is."""
-    if value is None:
-        return None
-    if not isinstance(value, torch.Tensor):
-        return {"not_tensor": type(value).__name__}
-    out = encode_tensor(value.detach())
-    if carries_autograd(value):  # integrity: read past a subclass's requires_grad/grad_fn properties
-        out["autograd"] = True
-    if type(value) is not torch.Tensor:
-        out["subclass"] = type(value).__name__
-    return out
-
-
-def _data_of(obj: Any) -> dict[str, Any] | None:
-    data = getattr(obj, "data", None)
-    if data is None:
-        return {"not_tensor": f"{type(obj).__name__} without .data"}
-    return _observe_tensor(data)
-
-
-_SUBMISSION_FILE: list[str] = []
-"""The imported submission's path inside the sandbox, to find its frames in a traceback."""
-
-
-def _error(where: str, exc: BaseException, nodes: dict[int, str] | None = None,
-           objects: Sequence[Any] = ()) -> dict[str, Any]:
-    """An exception as plain facts: its type and message, the last frames, and its place in the submission.
-
-    ``nodes`` maps id() of the graph's tensors to their steps (``h = x @ w``): the
-    innermost submission frame that holds one of them names the node being run.
-    """
-    tb = traceback.extract_tb(exc.__traceback__)
-    frames = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb[-4:]]
-    error: dict[str, Any] = {"where": where, "type": type(exc).__name__, "message": str(exc)[:2000],
-                             "frames": frames}
-    own = [f for f in tb if _SUBMISSION_FILE and f.filename == _SUBMISSION_FILE[0]]
-    if own:
-        error["line"] = own[-1].lineno
-        error["source_line"] = (own[-1].line or "").strip()[:200]
-    if nodes:
-        node = running_node(exc.__traceback__, nodes, objects, _SUBMISSION_FILE[0] if _SUBMISSION_FILE else None)
-        if node:
-            error["node"] = node
-    return error
+from harness.sandbox.measures import count_alive, counting_python_calls, reachable, reachable_of_shape, weak
+from harness.sandbox.observation import (SUBMISSION_FILE, data_of, error_facts, has_member, observe_tensor,
+                                         requires_grad_of)
 
 
 class Evaluator:
@@ -111,7 +61,7 @@ class Evaluator:
         kind = request.get("kind")
         handler = getattr(self, f"do_{kind}", None)
         if handler is None:
-            return {"error": _error("request", ValueError(f"unknown request {kind!r}"))}
+            return {"error": error_facts("request", ValueError(f"unknown request {kind!r}"))}
         reply = handler(request)
         self.tripwires.after_request()  # integrity: re-check every tripwire after each request
         return self.tripwires.report(reply)
@@ -123,7 +73,7 @@ class Evaluator:
             return {"has_class": False}
         members = sorted({spec.member for spec in OPS.values()} | {"backward", "__radd__", "__rmul__",
                                                                    "__rsub__", "__rtruediv__"})
-        present = [m for m in members if _has_member(cls, m)]
+        present = [m for m in members if has_member(cls, m)]
         features: dict[str, Any] = {"no_grad": callable(getattr(self.module, "no_grad", None))}
         try:
             features["backward_takes_grad"] = len(inspect.signature(cls.backward).parameters) >= 2
@@ -192,8 +142,8 @@ class Evaluator:
                 [a if isinstance(a, str) else repr(a) for a in s["args"]],
                 {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in wire["steps"]}
             nodes = {id(results[name]): text for name, text in described.items() if name in results}
-            reply["error"] = _error(failed.where, failed.exc, nodes,
-                                    [results[name] for name in described if name in results])
+            reply["error"] = error_facts(failed.where, failed.exc, nodes,
+                                         [results[name] for name in described if name in results])
             if failed.where.startswith("forward: "):
                 reply["error"]["node"] = described.get(failed.where.removeprefix("forward: "), "")
         reply["seconds"] = time.perf_counter() - started
@@ -201,17 +151,17 @@ class Evaluator:
         # Reading .grad or .data runs candidate code too (a property), so it is guarded as well.
         try:
             with self.guarded(guard):
-                reply["values"] = {n: _data_of(results[n]) for n in names if n in results}
-                reply["requires_grad"] = {n: _flag(results[n]) for n in names if n in results}
+                reply["values"] = {n: data_of(results[n]) for n in names if n in results}
+                reply["requires_grad"] = {n: requires_grad_of(results[n]) for n in names if n in results}
                 reply["grads"] = {}
                 reply["leaf_data"] = {}
                 for name, leaf in leaves.items():
                     if name in raw:  # class targets and ids: plain torch tensors, never the candidate's
                         continue
-                    reply["grads"][name] = _observe_tensor(getattr(leaf, "grad", None))
-                    reply["leaf_data"][name] = _data_of(leaf)
+                    reply["grads"][name] = observe_tensor(getattr(leaf, "grad", None))
+                    reply["leaf_data"][name] = data_of(leaf)
         except Exception as exc:
-            reply.setdefault("error", _error("reading results", exc))
+            reply.setdefault("error", error_facts("reading results", exc))
         return reply
 
     def do_trace_calls(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -256,14 +206,14 @@ class Evaluator:
             for _ in range(n):
                 y = y + x
         except Exception as exc:
-            return {"error": _error("forward", exc)}
+            return {"error": error_facts("forward", exc)}
         t0 = time.perf_counter()
         try:
             with self.guarded():
                 y.backward()
         except BaseException as exc:  # RecursionError is the point of this probe
-            return {"error": _error("backward", exc)}
-        return {"grad": _observe_tensor(x.grad), "backward_seconds": time.perf_counter() - t0}
+            return {"error": error_facts("backward", exc)}
+        return {"grad": observe_tensor(x.grad), "backward_seconds": time.perf_counter() - t0}
 
     def do_memory_release(self, request: dict[str, Any]) -> dict[str, Any]:
         """Do the graph's intermediate tensors die after backward while the output lives?
@@ -282,17 +232,17 @@ class Evaluator:
                 h = (x @ w).relu()
                 k = h * h
                 y = k.sum()
-            probes = [_weak(h), _weak(k), weakref.ref(h.data), weakref.ref(k.data)]
+            probes = [weak(h), weak(k), weakref.ref(h.data), weakref.ref(k.data)]
             del h, k
             gc.collect()
-            alive_before = _count_alive(probes) or min(2, _reachable_of_shape([y, x, w], (4, 5)))
+            alive_before = count_alive(probes) or min(2, reachable_of_shape([y, x, w], (4, 5)))
             with self.guarded():
                 y.backward()
             gc.collect()
-            alive_after = max(_count_alive(probes), min(2, _reachable_of_shape([y, x, w], (4, 5))))
+            alive_after = max(count_alive(probes), min(2, reachable_of_shape([y, x, w], (4, 5))))
         except Exception as exc:
-            return {"error": _error("memory_release", exc)}
-        return {"alive_before": alive_before, "alive_after": alive_after, "grad_x": _observe_tensor(x.grad),
+            return {"error": error_facts("memory_release", exc)}
+        return {"alive_before": alive_before, "alive_after": alive_after, "grad_x": observe_tensor(x.grad),
                 "x": encode_tensor(x.data), "w": encode_tensor(w.data)}
 
     def do_no_grad(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -310,22 +260,22 @@ class Evaluator:
                 with no_grad():
                     h = x * x
                     z = (h + x).relu()
-                facts["h_requires_grad"] = _flag(h)
-                facts["z_requires_grad"] = _flag(z)
-                facts["z_value"] = _data_of(z)
-            held = _reachable([h], stop={id(x)})
+                facts["h_requires_grad"] = requires_grad_of(h)
+                facts["z_requires_grad"] = requires_grad_of(z)
+                facts["z_value"] = data_of(z)
+            held = reachable([h], stop={id(x)})
             shape = tuple(getattr(h.data, "shape", ()))  # h's own storage, not a constant it shares with others
             own = {i for i, obj in held.items() if obj is h or (isinstance(obj, torch.Tensor)
                                                                  and tuple(obj.shape) == shape and shape != ())}
-            reached = own & set(_reachable([z]))
+            reached = own & set(reachable([z]))
             del held
-            probes = [_weak(h), weakref.ref(h.data)]
+            probes = [weak(h), weakref.ref(h.data)]
             del h
             gc.collect()
-            facts["intermediate_freed"] = not reached and _count_alive(probes) == 0
+            facts["intermediate_freed"] = not reached and count_alive(probes) == 0
             with self.guarded():
                 after = (x * x).sum()
-            facts["after_requires_grad"] = _flag(after)
+            facts["after_requires_grad"] = requires_grad_of(after)
             try:
                 with self.guarded():
                     with no_grad():
@@ -334,9 +284,9 @@ class Evaluator:
                 pass
             with self.guarded():
                 again = (x * x).sum()
-            facts["after_exception_requires_grad"] = _flag(again)
+            facts["after_exception_requires_grad"] = requires_grad_of(again)
         except Exception as exc:
-            facts["error"] = _error("no_grad", exc)
+            facts["error"] = error_facts("no_grad", exc)
         return facts
 
     def do_saved_tensors(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -377,7 +327,7 @@ class Evaluator:
                 kept = [{"node": names.get(key, ""), "bytes": key[1], "dtype": str(t.dtype).removeprefix("torch."),
                          "shape": list(t.shape)} for key, t in list(found.items())[:200]]
         except Exception as exc:
-            return {"error": _error("saved tensors", exc)}
+            return {"error": error_facts("saved tensors", exc)}
         return {"kept": kept, "truncated": truncated}
 
     def _in_place(self) -> dict[str, Any]:
@@ -390,11 +340,11 @@ class Evaluator:
                 w = self.cls(w0.clone(), requires_grad=True)
                 y = (x * w).sum()
                 w.data.add_(1.0)  # an optimizer step, say, between forward and backward
-                facts["w_after"] = _data_of(w)
+                facts["w_after"] = data_of(w)
                 y.backward()
-                facts["grad_x"] = _observe_tensor(getattr(x, "grad", None))
+                facts["grad_x"] = observe_tensor(getattr(x, "grad", None))
         except Exception as exc:
-            facts["error"] = _error("backward after an in-place change", exc)
+            facts["error"] = error_facts("backward after an in-place change", exc)
         return facts
 
     def do_backward_cost(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -415,10 +365,10 @@ class Evaluator:
                         operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
                         results[step["name"]] = OPS[step["op"]].apply_candidate(operands, {})
                     out = results[wire["output"]]
-                    with self.guard.count(), _counting_python_calls() as python:
+                    with self.guard.count(), counting_python_calls() as python:
                         out.backward()
             except Exception as exc:
-                return {"error": _error("backward_cost", exc)}
+                return {"error": error_facts("backward_cost", exc)}
             facts["sizes"].append(int(decode_tensor(wire["leaves"][0]).shape[0]))
             facts["calls"].append(self.guard.calls)
             facts["elements"].append(self.guard.elements)
@@ -427,83 +377,11 @@ class Evaluator:
         return facts
 
 
-def _weak(obj: Any) -> Callable[[], Any]:
-    """A weak reference to ``obj``, or a dead one when its class allows none (``__slots__``)."""
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return lambda: None
-
-
-def _count_alive(probes: list[Callable[[], Any]]) -> int:
-    """How many of the pairs (object, its .data) in ``probes`` (objects first, then their data) still live."""
-    half = len(probes) // 2
-    return sum(probes[i]() is not None or probes[half + i]() is not None for i in range(half)) if half else 0
-
-
-_MAX_REACHED = 200_000
-
-
-def _reachable(roots: list[Any], stop: set[int] = frozenset()) -> dict[int, Any]:  # type: ignore[assignment]
-    """Objects reachable from ``roots`` through references, not through modules, classes or module globals.
-
-    What a module or a class holds lives as long as the program: it is not what a graph keeps alive.
-    """
-    module_dicts = {id(vars(m)) for m in list(sys.modules.values()) if m is not None and hasattr(m, "__dict__")}
-    seen: dict[int, Any] = {}
-    todo = list(roots)
-    while todo and len(seen) < _MAX_REACHED:
-        obj = todo.pop()
-        key = id(obj)
-        if key in seen or key in stop or key in module_dicts or isinstance(obj, (type, types.ModuleType)):
-            continue
-        seen[key] = obj
-        todo.extend(gc.get_referents(obj))
-    return seen
-
-
-def _reachable_of_shape(roots: list[Any], shape: tuple[int, ...]) -> int:
-    """How many torch tensors of ``shape`` are reachable from ``roots``."""
-    return sum(1 for obj in _reachable(roots).values() if isinstance(obj, torch.Tensor) and tuple(obj.shape) == shape)
-
-
-class _PythonCalls:
-    calls = 0
-
-
-@contextlib.contextmanager
-def _counting_python_calls() -> Any:
-    """Count the calls into Python functions (and builtins) outside the grader's own code, in this thread."""
-    counter = _PythonCalls()
-    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "c_call" or (event == "call" and not frame.f_code.co_filename.startswith(own)):
-            counter.calls += 1
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        yield counter
-    finally:
-        sys.setprofile(previous)
-
-
 class _Failed(Exception):
     def __init__(self, where: str, exc: BaseException) -> None:
         super().__init__(where)
         self.where, self.exc = where, exc
 
-
-def _flag(obj: Any) -> Any:
-    value = getattr(obj, "requires_grad", None)
-    return value if isinstance(value, bool) else None if value is None else repr(value)[:40]
-
-
-def _has_member(cls: type, name: str) -> bool:
-    attr = inspect.getattr_static(cls, name, None)
-    # What every class inherits from object is not the candidate's work.
-    return attr is not None and attr is not inspect.getattr_static(object, name, None)
 
 
 # ---- process entry ----------------------------------------------------------------
@@ -521,7 +399,7 @@ def load_submission(path: str, module_name: str) -> Any:
 
 def serve(sock: socket.socket, path: str, class_name: str) -> None:
     """Import the submission, say hello, then answer requests until the parent hangs up."""
-    _SUBMISSION_FILE[:] = [path]
+    SUBMISSION_FILE[:] = [path]
     module_name = os.path.splitext(os.path.basename(path))[0] or "submission"
     if not module_name.isidentifier() or module_name in sys.modules:
         module_name = "submission"
@@ -534,7 +412,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
         with tripwires.guarded():
             module = load_submission(path, module_name)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are the candidate's too
-        send_message(sock, tripwires.report({"kind": "import_error", "error": _error("import", exc)}))
+        send_message(sock, tripwires.report({"kind": "import_error", "error": error_facts("import", exc)}))
         return
     evaluator = Evaluator(module, class_name, tripwires)
     hello = {"kind": "ready", **evaluator.do_hello({})}
@@ -547,5 +425,5 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
         try:
             reply = evaluator.handle(request)
         except BaseException as exc:
-            reply = tripwires.report({"error": _error(str(request.get("kind")), exc)})
+            reply = tripwires.report({"error": error_facts(str(request.get("kind")), exc)})
         send_message(sock, reply)

@@ -15,7 +15,6 @@ template can start before the grader imports torch.
 from __future__ import annotations
 
 import os
-import selectors
 import shutil
 import signal
 import socket
@@ -29,15 +28,14 @@ from typing import Any, Sequence
 
 from harness.sandbox.cgroups import TreeLimits
 from harness.sandbox.channel import ChannelError, recv_message, send_message
+from harness.sandbox.cleanup import remove_tree
 from harness.sandbox.diagnose import explain
-from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
+from harness.sandbox.drain import OUTPUT_CAP, Drain
 from harness.sandbox.view import bubblewrap_view
+from harness.sandbox.worker_handle import Worker, WorkerDied, WorkerTimeout
 
 __all__ = ["Launcher", "Sandbox", "Worker", "WorkerDied", "WorkerTimeout", "Limits", "SandboxUnavailable",
            "OUTPUT_CAP", "bubblewrap_missing"]
-
-OUTPUT_CAP = 4000
-"""Bytes of a worker's stdout/stderr kept per stream; the rest is read and dropped."""
 
 FORCE_BASIC = "GRADER_ISOLATION"
 """Set to ``basic`` to run without bubblewrap even where it is installed (tests of the fallback)."""
@@ -75,118 +73,6 @@ class SandboxUnavailable(RuntimeError):
     """The sandbox could not be started (bubblewrap refused, the template died): not the submission's fault."""
 
 
-class WorkerDied(Exception):
-    """The worker exited, crashed or sent garbage before answering."""
-
-
-class WorkerTimeout(Exception):
-    """The worker did not answer within its time limit and was killed."""
-
-
-# ---- output --------------------------------------------------------------------------------------
-
-
-class _Drain:
-    """One thread that reads every worker's stdout/stderr pipe, keeping the first ``OUTPUT_CAP`` bytes of each."""
-
-    def __init__(self) -> None:
-        self._selector = selectors.DefaultSelector()
-        self._lock = threading.Lock()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_w, False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._kept: dict[tuple[Any, str], bytearray] = {}
-        self._dropped: dict[tuple[Any, str], int] = {}
-        self._open: dict[tuple[Any, str], int] = {}
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="sandbox-output", daemon=True)
-        self._thread.start()
-
-    def add(self, key: Any, stream: str, fd: int) -> None:
-        os.set_blocking(fd, False)
-        with self._lock:
-            self._kept[(key, stream)] = bytearray()
-            self._dropped[(key, stream)] = 0
-            self._open[(key, stream)] = fd
-            self._selector.register(fd, selectors.EVENT_READ, (key, stream))
-        self._wake()
-
-    def text(self, key: Any, stream: str, wait: float = 0.0) -> str:
-        """What ``stream`` of ``key`` wrote so far; ``wait`` seconds for the writers to close it first."""
-        deadline = time.monotonic() + wait
-        while wait and (key, stream) in self._open and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with self._lock:
-            data = bytes(self._kept.get((key, stream), b""))
-            dropped = self._dropped.get((key, stream), 0)
-        text = data.decode(errors="replace")
-        if dropped:
-            text += f"\n[... {dropped} more bytes not kept ...]"
-        return text
-
-    def forget(self, key: Any) -> None:
-        with self._lock:
-            for entry in [k for k in self._kept if k[0] == key]:
-                fd = self._open.pop(entry, None)
-                if fd is not None:
-                    self._selector.unregister(fd)
-                    os.close(fd)
-                self._kept.pop(entry, None)
-                self._dropped.pop(entry, None)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-        self._wake()
-        self._thread.join(timeout=2)
-
-    def _wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
-
-    def _run(self) -> None:
-        while True:
-            events = self._selector.select(timeout=0.5)
-            with self._lock:
-                if self._closed:
-                    for fd in self._open.values():
-                        os.close(fd)
-                    self._open.clear()
-                    self._selector.close()
-                    os.close(self._wake_r)
-                    os.close(self._wake_w)
-                    return
-                for selected, _ in events:
-                    if selected.data is None:
-                        try:
-                            os.read(self._wake_r, 4096)
-                        except OSError:
-                            pass
-                        continue
-                    # forget() may have closed this pipe since select() returned, and a new
-                    # pipe may already have its number: read only what is still registered.
-                    if self._open.get(selected.data) == selected.fd:
-                        self._read(selected.fd, selected.data)
-
-    def _read(self, fd: int, entry: tuple[Any, str]) -> None:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self._selector.unregister(fd)
-            os.close(fd)
-            self._open.pop(entry, None)
-            return
-        kept = self._kept[entry]
-        room = OUTPUT_CAP - len(kept)
-        kept += chunk[:max(room, 0)]
-        self._dropped[entry] += max(0, len(chunk) - max(room, 0))
-
 
 # ---- the template --------------------------------------------------------------------------------
 
@@ -214,7 +100,7 @@ class Launcher:
         self.why_basic = missing if self.mode == "basic" and missing and isolation == "auto" else ""
         self.start_seconds = start_seconds
         self.user = user
-        self.drain = _Drain()
+        self.drain = Drain()
         self._lock = threading.Lock()
         self._closed = False
         self._start()
@@ -504,7 +390,7 @@ class Sandbox:
             worker.close_channel()
             self.launcher.drain.forget(worker.key)
         if self.launcher.mode == "basic" and not self.namespaces and self._workroot.startswith("/tmp/"):
-            _remove_tree(self._workroot, seconds=_CLEANUP_SECONDS)
+            remove_tree(self._workroot, seconds=_CLEANUP_SECONDS)
         if self.tree is not None:
             self.tree.close()
         if self._owns_launcher:
@@ -517,127 +403,8 @@ class Sandbox:
         self.close()
 
 
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _CLEANUP_SECONDS = 5.0
 """How long removing a submission's folder (without namespaces) may delay the end of a grade."""
-
-
-def _remove_tree(top: str, seconds: float = float("inf")) -> None:
-    """Delete a folder however deep it nests and whatever its modes, never following a link.
-
-    A submission controls what is inside: shutil.rmtree recurses once per level and
-    works with whole paths, so 1,500 nested folders stop it (RecursionError, or paths
-    longer than the kernel accepts) and the rest stays on the host's disk. Here one
-    descriptor walks down and back up, and every name is relative to it. Each removal
-    costs time in proportion to the depth (tens of thousands of nested folders take
-    minutes), so after ``seconds`` the rest is left where it is.
-    """
-    deadline = time.monotonic() + seconds
-    try:
-        fd = os.open(top, _DIRECTORY)
-    except OSError:
-        return
-    names: list[str] = []
-    try:
-        while time.monotonic() < deadline:
-            entries = list(os.scandir(fd))
-            folder = next((e.name for e in entries if e.is_dir(follow_symlinks=False)), None)
-            for entry in entries:
-                if not entry.is_dir(follow_symlinks=False):
-                    os.unlink(entry.name, dir_fd=fd)
-            if folder is not None:
-                os.chmod(folder, 0o700, dir_fd=fd)  # a folder the submission made unreadable
-                inner = os.open(folder, _DIRECTORY, dir_fd=fd)
-                os.close(fd)
-                fd = inner
-                names.append(folder)
-            elif names:
-                outer = os.open("..", _DIRECTORY, dir_fd=fd)
-                os.close(fd)
-                fd = outer
-                os.rmdir(names.pop(), dir_fd=fd)
-            else:
-                break
-    except OSError:
-        pass  # clean-up never changes a verdict
-    finally:
-        os.close(fd)
-    try:
-        os.rmdir(top)
-    except OSError:
-        pass
-
-
-class Worker:
-    """One forked process holding one imported submission."""
-
-    def __init__(self, sandbox: Sandbox, number: int, sock: socket.socket) -> None:
-        self.sandbox = sandbox
-        self.number = number
-        self.key = (sandbox.ident, number, id(self))
-        self.sock = sock
-        self.hello: dict[str, Any] = {}
-        self.alive = True
-
-    def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
-        if not self.alive:
-            raise WorkerDied("the worker is no longer running")
-        deadline = time.monotonic() + timeout
-        try:
-            self.sock.settimeout(timeout)
-            send_message(self.sock, payload)
-        except (socket.timeout, TimeoutError, OSError) as exc:
-            self.kill()
-            raise WorkerDied(f"the channel broke while sending a request: {exc}") from None
-        return self.receive(deadline - time.monotonic(), "answering a request", kind=str(payload.get("kind")),
-                            request=payload)
-
-    def receive(self, timeout: float, what: str, *, kind: str = "", hello: bool = False,
-                request: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The worker's next message, validated. A timeout, a crash or garbage on the channel kills the worker."""
-        try:
-            reply = recv_message(self.sock, deadline=time.monotonic() + max(0.01, timeout))
-        except (socket.timeout, TimeoutError):
-            self.kill()
-            raise WorkerTimeout(f"{what} took longer than {timeout:g} s") from None
-        except (OSError, ChannelError) as exc:
-            self.kill()
-            raise WorkerDied(f"the channel broke while {what}: {exc}") from None
-        if reply is None:
-            self.kill()
-            raise WorkerDied(f"the submission's process ended while {what} (it exited, or was killed by a crash)")
-        try:
-            return validate_hello(reply) if hello else validate_reply(kind, reply, request)
-        except SchemaError as exc:
-            self.kill()
-            raise WorkerDied(f"the worker sent a malformed message while {what}: {str(exc)[:300]}") from None
-
-    def cpu_seconds(self) -> float:
-        """CPU time the worker has used so far, read from the kernel by the zygote (never reported by the worker)."""
-        if not self.alive:
-            return float("nan")
-        return self.sandbox.worker_cpu_seconds(self.number)
-
-    def kill(self) -> None:
-        if self.alive:
-            self.alive = False
-            self.sandbox.kill_worker(self.number)
-        self.close_channel()
-
-    def close_channel(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def output(self) -> dict[str, str]:
-        """The submission's captured stdout/stderr, capped and marked when cut."""
-        wait = 0.0 if self.alive else 0.5
-        drain = self.sandbox.launcher.drain
-        streams = {name: drain.text(self.key, name, wait=wait) for name in ("stdout", "stderr")}
-        if not self.alive:
-            drain.forget(self.key)
-        return streams
 
 
 def _ask(channel: socket.socket, order: dict[str, Any], fds: Sequence[int] = ()) -> Any:

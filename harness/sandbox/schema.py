@@ -22,7 +22,7 @@ MAX_DIMS: Final = 8
 MAX_INT: Final = 2**63
 MAX_DEPTH: Final = 8
 
-Check = Callable[[Any, str], None]
+Validator = Callable[[Any, str], None]
 
 
 class SchemaError(ValueError):
@@ -36,14 +36,14 @@ def _fail(where: str, what: str) -> None:
 # ---- leaves -----------------------------------------------------------------------------
 
 
-def _text(limit: int = MAX_TEXT) -> Check:
-    def check(value: Any, where: str) -> None:
+def _text(limit: int = MAX_TEXT) -> Validator:
+    def validate(value: Any, where: str) -> None:
         if not isinstance(value, str):
             _fail(where, f"expected text, got {type(value).__name__}")
         if len(value) > limit:
             _fail(where, f"text of {len(value)} characters (at most {limit})")
 
-    return check
+    return validate
 
 
 def _boolean(value: Any, where: str) -> None:
@@ -71,8 +71,8 @@ def _count(value: Any, where: str) -> None:
         _fail(where, "expected a small non-negative integer")
 
 
-def _list(item: Check, limit: int) -> Check:
-    def check(value: Any, where: str) -> None:
+def _list(item: Validator, limit: int) -> Validator:
+    def validate(value: Any, where: str) -> None:
         if not isinstance(value, list):
             _fail(where, f"expected a list, got {type(value).__name__}")
         if len(value) > limit:
@@ -80,27 +80,27 @@ def _list(item: Check, limit: int) -> Check:
         for i, element in enumerate(value):
             item(element, f"{where}[{i}]")
 
-    return check
+    return validate
 
 
-def _literal(expected: str) -> Check:
-    def check(value: Any, where: str) -> None:
+def _literal(expected: str) -> Validator:
+    def validate(value: Any, where: str) -> None:
         if value != expected:
             _fail(where, f"expected {expected!r}")
 
-    return check
+    return validate
 
 
-def _optional(inner: Check) -> Check:
-    def check(value: Any, where: str) -> None:
+def _optional(inner: Validator) -> Validator:
+    def validate(value: Any, where: str) -> None:
         if value is not None:
             inner(value, where)
 
-    return check
+    return validate
 
 
-def _either(*options: Check) -> Check:
-    def check(value: Any, where: str) -> None:
+def _either(*options: Validator) -> Validator:
+    def validate(value: Any, where: str) -> None:
         errors = []
         for option in options:
             try:
@@ -110,11 +110,11 @@ def _either(*options: Check) -> Check:
                 errors.append(str(exc))
         raise SchemaError(errors[0] if len(errors) == 1 else f"{where}: fits none of the allowed forms")
 
-    return check
+    return validate
 
 
-def _record(required: Mapping[str, Check], optional: Mapping[str, Check] = {}) -> Check:
-    def check(value: Any, where: str) -> None:
+def _record(required: Mapping[str, Validator], optional: Mapping[str, Validator] = {}) -> Validator:
+    def validate(value: Any, where: str) -> None:
         if not isinstance(value, dict):
             _fail(where, f"expected an object, got {type(value).__name__}")
         for key in value:
@@ -128,11 +128,11 @@ def _record(required: Mapping[str, Check], optional: Mapping[str, Check] = {}) -
             if key in value:
                 inner(value[key], f"{where}.{key}")
 
-    return check
+    return validate
 
 
-def _mapping(item: Check, limit: int = 10_000) -> Check:
-    def check(value: Any, where: str) -> None:
+def _mapping(item: Validator, limit: int = 10_000) -> Validator:
+    def validate(value: Any, where: str) -> None:
         if not isinstance(value, dict):
             _fail(where, f"expected an object, got {type(value).__name__}")
         if len(value) > limit:
@@ -142,7 +142,7 @@ def _mapping(item: Check, limit: int = 10_000) -> Check:
                 _fail(where, "a field name that is too long")
             item(element, f"{where}.{key}")
 
-    return check
+    return validate
 
 
 # ---- the shapes of worker data -------------------------------------------------------------
@@ -181,7 +181,7 @@ _RAN: Final = _list(_list(_either(_text(MAX_NAME), _count), 2), 2000)
 """The submission's functions that ran since the last reply, as ``[name, first line]``."""
 _COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW, "ran": _RAN}
 
-_REPLIES: Final[dict[str, Check]] = {
+_REPLIES: Final[dict[str, Validator]] = {
     "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),
                         "grads": _mapping(_OBSERVED), "leaf_data": _mapping(_OBSERVED), "seconds": _seconds,
                         "backward_seconds": _seconds}),

@@ -31,157 +31,18 @@ import gc
 import os
 import sys
 import threading
-import types
 from typing import Any, Callable, Final, Iterator
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-__all__ = ["AutogradGuard", "Tripwires", "WatchedEngine", "autograd_tensors", "carries_autograd"]
+from harness.sandbox.autograd_guard import MAX_FINDINGS, AutogradGuard, WatchedEngine, autograd_tensors
+from harness.sandbox.patch_snapshot import Snapshot
 
-_AUTOGRAD_ENTRY_POINTS: Final = {
-    "backward": "torch's Tensor.backward",
-    "grad": "torch.autograd.grad",
-    "requires_grad_": "Tensor.requires_grad_",
-    "retain_grad": "Tensor.retain_grad",
-    "register_hook": "Tensor.register_hook",
-    "register_post_accumulate_grad_hook": "Tensor.register_post_accumulate_grad_hook",
-    "vjp": "torch.autograd.functional.vjp",
-    "jvp": "torch.autograd.functional.jvp",
-    "jacobian": "torch.autograd.functional.jacobian",
-    "hessian": "torch.autograd.functional.hessian",
-    "_make_dual": "forward-mode AD (make_dual)",
-    "make_dual": "forward-mode AD (make_dual)",
-}
-_MAX_FINDINGS: Final = 20
+__all__ = ["Tripwires"]
+
 _MAX_RAN: Final = 2000
 _DISABLED: Final = "the submission disabled the grader's guard"
 """How every violation of the guard's liveness starts: its hook, its mode or its watched objects were touched."""
-_REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
-_GRAD_FN = torch._C.TensorBase.grad_fn.__get__
-_TensorBase = torch._C.TensorBase
-_PLAIN: set = set()
-"""Torch functions seen and known not to be an entry into torch's autograd: the guard's fast path."""
-_MAX_PLAIN: Final = 5000
-
-
-def carries_autograd(value: Any) -> bool:
-    """Whether a torch tensor requires grad or has autograd history, read past any subclass's properties."""
-    if not isinstance(value, _TensorBase):
-        return False
-    try:
-        return bool(_REQUIRES_GRAD(value)) or _GRAD_FN(value) is not None
-    except Exception:  # a tensor torch itself cannot read is not evidence
-        return False
-
-
-def autograd_tensors() -> int:
-    """How many live torch tensors require grad or carry autograd history."""
-    return sum(1 for obj in gc.get_objects() if carries_autograd(obj))
-
-
-class AutogradGuard(TorchFunctionMode):
-    """Records every use of torch's own autograd while candidate code runs in this thread.
-
-    It also counts torch calls and the elements they produce while ``counting``
-    is set: the backward-cost probe compares those counts across input sizes.
-    """
-
-    def __init__(self, record: Callable[[str], None] | None = None) -> None:
-        super().__init__()
-        self.violations: list[str] = []
-        self._record = record
-        self.counting = False
-        self.calls = 0
-        self.elements = 0
-        self.complex = False
-        """Whether a counted call returned a complex tensor."""
-
-    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if func not in _PLAIN:
-            self._inspect_call(func, args, kwargs or {})
-        result = func(*args, **kwargs) if kwargs else func(*args)
-        if isinstance(result, _TensorBase):
-            try:
-                tracked = _REQUIRES_GRAD(result) or _GRAD_FN(result) is not None
-            except Exception:  # a tensor torch itself cannot read is not evidence
-                tracked = False
-            if tracked:
-                self.flag(f"{getattr(func, '__qualname__', getattr(func, '__name__', ''))} returned a torch tensor "
-                          "that requires grad")
-            if self.counting:
-                self.calls += 1
-                self.elements += result.numel()
-                self.complex = self.complex or result.is_complex()
-        elif self.counting:
-            self.calls += 1
-        return result
-
-    def _inspect_call(self, func: Callable, args: tuple, kwargs: dict) -> None:
-        """Flag a call into torch's autograd; remember functions that never are one (most of them)."""
-        name = getattr(func, "__name__", "")
-        owner = getattr(getattr(func, "__self__", None), "__name__", "")
-        if name in _AUTOGRAD_ENTRY_POINTS:
-            if not (name == "requires_grad_" and (args[1:2] == (False,) or kwargs.get("requires_grad") is False)):
-                self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
-        elif name == "__set__" and owner == "requires_grad":
-            if len(args) > 1 and bool(args[1]):
-                self.flag("set requires_grad=True on a torch tensor")
-        elif len(_PLAIN) < _MAX_PLAIN:
-            try:
-                _PLAIN.add(func)
-            except TypeError:  # unhashable: judged again at every call
-                pass
-
-    def flag(self, what: str) -> None:
-        if self._record is not None:
-            self._record(what)
-        elif what not in self.violations and len(self.violations) < _MAX_FINDINGS:
-            self.violations.append(what)
-
-    @contextlib.contextmanager
-    def count(self) -> Iterator[AutogradGuard]:
-        """Count torch calls and result elements inside the block (the guard must be active)."""
-        self.calls = self.elements = 0
-        self.complex = False
-        self.counting = True
-        try:
-            yield self
-        finally:
-            self.counting = False
-
-
-def WatchedEngine(record: Callable[[str], None]) -> type:
-    """A subclass of torch's autograd engine whose every backward pass is recorded.
-
-    Every route into torch autograd's backward (``Tensor.backward``, ``autograd.grad``,
-    ``autograd.functional``, ``torch.func``, a fresh ``torch._C._ImperativeEngine()``)
-    ends in ``run_backward`` of an engine, and the grader never runs one in a worker.
-    """
-    base = torch._C._ImperativeEngine
-
-    class _Watched(base):  # type: ignore[misc, valid-type]
-        def run_backward(self, *args: Any, **kwargs: Any) -> Any:
-            record("torch's autograd engine ran a backward pass")
-            return super().run_backward(*args, **kwargs)
-
-    _Watched.__name__ = _Watched.__qualname__ = base.__name__
-    return _Watched
-
-
-_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.integrity.audit", "harness.sandbox.channel", "harness.sandbox.tripwires",
-                           "harness.program", "harness.ops", "torch.autograd", "torch.autograd.graph",
-                           "torch.autograd.variable", "torch.overrides", "gc", "threading", "_thread")
-"""Modules whose functions and classes a submission has no business replacing in the worker."""
-_WATCHED_NAMES: Final = {"torch": ("Tensor", "tensor", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled"),
-                         "torch._C": ("_ImperativeEngine", "_enter_dual_level", "_exit_dual_level", "TensorBase",
-                                      "DisableTorchFunction", "_is_torch_function_mode_enabled"),
-                         "torch._C._autograd": ("_push_saved_tensors_default_hooks",
-                                                "_pop_saved_tensors_default_hooks")}
-"""Single members of big modules (watching all of torch would cost milliseconds per request)."""
-_WATCHED_CLASSES: Final = ("torch.Tensor", "torch._C.TensorBase", "torch.overrides.TorchFunctionMode",
-                           "torch.autograd.variable.Variable")
-"""Torch classes whose members are watched too (every class of the grader's own modules is)."""
 
 
 class Tripwires:
@@ -207,7 +68,7 @@ class Tripwires:
 
     def flag(self, what: str) -> None:
         """Proof of torch's autograd seen at run time, with the submission's line when one is on the stack."""
-        if what in self._kinds or len(self._ledger) >= _MAX_FINDINGS:
+        if what in self._kinds or len(self._ledger) >= MAX_FINDINGS:
             return  # one entry per kind of evidence, at the first line it was seen
         self._kinds.add(what)
         line = self.candidate_line()
@@ -218,7 +79,7 @@ class Tripwires:
     def note(self, construct: str, why: str, line: int | None = None) -> None:
         """A review entry seen at run time."""
         entry = {"line": line, "construct": construct, "why": why}
-        if entry not in self.review and len(self.review) < _MAX_FINDINGS:
+        if entry not in self.review and len(self.review) < MAX_FINDINGS:
             self.review.append(entry)
 
     def report(self, reply: dict[str, Any]) -> dict[str, Any]:
@@ -274,7 +135,7 @@ class Tripwires:
                                                "where the grader's autograd guard is one")
         torch._C.DisableTorchFunction = self._disable_watch
         self._threads = {t.ident for t in threading.enumerate()}
-        self._snapshot = _Snapshot()
+        self._snapshot = Snapshot()
         self._installed = True
         self._guard_state: tuple = ()
         self._guard_state = (type(self.guard), dict(vars(self.guard)), self.violations, self.review, dict(vars(self)))
@@ -467,50 +328,3 @@ silences what the guard sees, not the report that the guard was touched."""
 
 def _unpacked(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
-
-
-class _Snapshot:
-    """Identities of the functions and classes of the watched modules and classes, cheap to compare again."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[str, Any, dict[str, int]]] = []
-        self.modules: dict[str, Any] = {}
-        for module_name in _WATCHED_MODULES:
-            module = sys.modules.get(module_name)
-            if module is not None:
-                self.modules[module_name] = module
-                self._add(module_name, module, None)
-        for module_name, names in _WATCHED_NAMES.items():
-            module = sys.modules.get(module_name)
-            if module is not None:
-                self.modules[module_name] = module
-                self._add(module_name, module, names)
-        ops = getattr(sys.modules.get("harness.ops"), "OPS", None) or {}
-        for op_name, spec in ops.items():
-            if hasattr(spec, "__dict__"):
-                self.parts.append((f"harness.ops.OPS[{op_name!r}]", spec, {k: id(v) for k, v in vars(spec).items()}))
-
-    def _add(self, label: str, owner: Any, names: tuple[str, ...] | None) -> None:
-        members = vars(owner)
-        picked = {k: members.get(k) for k in names} if names else dict(members)
-        watched = {k: id(v) for k, v in picked.items() if isinstance(v, _WATCHABLE) or (
-            isinstance(owner, type) and isinstance(v, (staticmethod, classmethod, property)))}
-        self.parts.append((label, owner, watched))
-        for k, v in picked.items():
-            if isinstance(v, type) and (label.startswith("harness.") or f"{label}.{k}" in _WATCHED_CLASSES) \
-                    and not isinstance(owner, type):
-                self._add(f"{label}.{k}", v, None)
-
-    def changed(self) -> list[str]:
-        """What is no longer the object it was: ``harness.sandbox.evaluator.Evaluator.do_run`` and the like."""
-        found = [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
-        for label, owner, watched in self.parts:
-            members = vars(owner)
-            for key, ident in watched.items():
-                if id(members.get(key)) != ident:
-                    found.append(f"{label}.{key}")
-        return found
-
-
-_WATCHABLE: Final = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
-                     types.WrapperDescriptorType, types.GetSetDescriptorType, type)

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import torch
 import yaml
 
 from harness.compare import Tolerance, compare, tolerance_for
 from harness.concepts import concepts
+from harness.lazy_modules import lazy_module
 from harness.ops import LEVELS, OPS, needs_broadcasting
 from harness.program import DTYPES, Leaf, Outcome, Program, ProgramError
 from harness.specs.expressions import BuiltStep, ExprError, compile_expression
@@ -21,6 +21,8 @@ from harness.specs.format import (CASE_KEYS, CONCEPTS, EXPECT_KEYS, Expectations
                                   REQUIRED_CASE_KEYS, SpecCase, SpecError, TOLERANCE_KEYS, UPSTREAM_KEYS, _BOUNDS, _ID,
                                   _NAME, _float64, _generate, _recipe)
 from harness.specs.yaml_nodes import Entries, _Source, _bool, _check_keys, _fmt, _mapping, _nested, _number, _string
+
+torch = lazy_module("torch", globals())
 
 
 @dataclass

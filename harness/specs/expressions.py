@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Final, Mapping
 
-import torch
-
+from harness.lazy_modules import lazy_module
 from harness.ops import OPS, OpSpec, checked_apply
 from harness.program import Step
+
+torch = lazy_module("torch", globals())
 
 __all__ = ["ExprError", "BuiltStep", "compile_expression", "operator_symbols", "method_names"]
 

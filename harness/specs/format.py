@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import torch
-
 from harness.compare import Tolerance
 from harness.concepts import concepts
+from harness.lazy_modules import lazy_module
 from harness.program import Outcome, Program
+
+torch = lazy_module("torch", globals())
 
 
 DEFAULT_SPECS_DIR: Final = Path(__file__).resolve().parents[2] / "specs"

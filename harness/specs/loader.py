@@ -17,12 +17,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import torch
 import yaml
 
+from harness.lazy_modules import lazy_module
 from harness.specs.cases import ParsedCase, _CaseReader
 from harness.specs.format import CONCEPTS, DEFAULT_SPECS_DIR, Expectations, INITS, SpecCase, SpecError
 from harness.specs.yaml_nodes import _Source, _compose, split_lines
+
+torch = lazy_module("torch", globals())
 
 __all__ = [
     "SpecCase",
@@ -32,8 +34,8 @@ __all__ = [
     "ParsedFile",
     "load_cases",
     "check_paths",
-    "check",
-    "CheckResult",
+    "check_specs",
+    "SpecCheckResult",
     "spec_files",
     "parse_file",
     "case_ids",
@@ -144,7 +146,7 @@ def spec_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 @dataclass
-class CheckResult:
+class SpecCheckResult:
     files: list[Path]
     parsed: list[ParsedFile]
     cases: list[SpecCase]
@@ -155,7 +157,7 @@ class CheckResult:
         return sum(len(p.cases) for p in self.parsed)
 
 
-def check(paths: Iterable[str | Path]) -> CheckResult:
+def check_specs(paths: Iterable[str | Path]) -> SpecCheckResult:
     """Validate every case under ``paths``, including that ids are unique across all of them.
 
     A folder without any spec file is an error: grading with it would silently grade nothing.
@@ -185,7 +187,7 @@ def check(paths: Iterable[str | Path]) -> CheckResult:
                     )
             if entry.case is not None and not duplicate:
                 cases.append(entry.case)
-    return CheckResult(files, parsed, cases, errors)
+    return SpecCheckResult(files, parsed, cases, errors)
 
 
 def check_paths(paths: Iterable[str | Path]) -> tuple[list[SpecCase], list[SpecError]]:
@@ -193,7 +195,7 @@ def check_paths(paths: Iterable[str | Path]) -> tuple[list[SpecCase], list[SpecE
     # The pause ends after the statement that drops the parsed files and their YAML
     # nodes, so the collection that follows has only the cases left to scan.
     with _loading():
-        cases, errors = attrgetter("cases", "errors")(check(paths))
+        cases, errors = attrgetter("cases", "errors")(check_specs(paths))
     return cases, errors
 
 

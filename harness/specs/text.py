@@ -12,10 +12,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Collection, Final, Sequence
 
-import torch
 import yaml
 
+from harness.lazy_modules import lazy_module
 from harness.specs import ParsedFile, SpecCase, SpecError, split_lines
+
+torch = lazy_module("torch", globals())
 
 __all__ = ["MARKER", "format_number", "expect_lines", "fill", "FillResult", "quote", "states_everything"]
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.batch import grading, pools
-from harness.batch.collect import Submission, collect
+from harness.batch.collect import CollectedSubmission, collect
 from harness.batch.pools import LocalPool
 from harness.batch.runner import BatchInterrupted, run_batch, settings_record
 from harness.cli import main
@@ -227,7 +227,7 @@ def test_closing_the_pool_closes_running_sandboxes(fake, subs, tmp_path):
     calls, sandboxes = fake
     (subs / "ann.py").write_text("block\n")
     stream = LocalPool(GradeOptions(), jobs=2).results(
-        [Submission(p.stem, p, str(p)) for p in sorted(subs.iterdir())])
+        [CollectedSubmission(p.stem, p, str(p)) for p in sorted(subs.iterdir())])
     first = next(stream)  # bo or cy finishes; ann blocks on its sandbox
     assert first.id in ("bo", "cy")
     started = time.monotonic()

@@ -13,6 +13,7 @@ from harness.checks.properties import default_searches
 from harness.checks.strategies import op_graphs
 
 STRATEGY = op_graphs(ops=["add", "mul", "matmul", "relu", "sum"], integer_values=True)
+STALE = "stale or missing shipped programs: run python -m harness.checks.redraw"
 
 
 def _first_failure_seen_by_the_search(fails, max_examples: int, seed_value: int):
@@ -63,10 +64,10 @@ def test_the_shipped_programs_are_what_the_default_grade_draws():
         name = examples._name(key, max_examples, seed_value)
         expected.append(f"{name}.json.gz")
         shipped_programs = examples._load(SHIPPED / f"{name}.json.gz")
-        assert shipped_programs is not None, key
+        assert shipped_programs is not None, f"{STALE} (none for {key})"
         drawn = examples._draw(make(), max_examples, seed_value)
-        assert [p.to_wire() for p in shipped_programs] == [p.to_wire() for p in drawn], key
-    assert shipped == sorted(expected), "stale or missing shipped programs: run python -m harness.checks.redraw"
+        assert [p.to_wire() for p in shipped_programs] == [p.to_wire() for p in drawn], f"{STALE} ({key})"
+    assert shipped == sorted(expected), STALE
 
 
 def test_a_cache_folder_that_cannot_be_written_only_costs_a_new_draw(tmp_path, monkeypatch):

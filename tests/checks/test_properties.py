@@ -9,9 +9,10 @@ from typing import Any, Iterator
 import pytest
 
 from harness.checks.context import DEFAULT_PARTS, CandidateError, Context, Failed, Observation, Shared, judge
-from harness.checks.properties import BROADCAST_SITUATIONS, CORE_SITUATIONS, find_counterexample, situations_for
+from harness.checks.properties import find_counterexample
+from harness.checks.situations import BROADCAST_SITUATIONS, CORE_SITUATIONS, situations_for
 from harness.checks.strategies import op_graphs, reaches_output
-from harness.checks.targeted import CHECKS
+from harness.checks.registry import registered
 from harness.ops import OPS
 from harness.sandbox import Sandbox
 
@@ -67,7 +68,7 @@ def _engine(source: Path | str, tmp_path: Path) -> Path:
 
 
 def _check(check_id: str) -> Any:
-    return next(c for c in CHECKS if c.id == check_id)
+    return next(c for c in registered() if c.id == check_id)
 
 
 def test_each_situation_is_a_valid_program_that_requires_only_its_level():

@@ -17,6 +17,19 @@ CORE = [name for name, spec in OPS.items() if spec.level == "core"]
 FOUR_D = ["max_pool2d", "avg_pool2d", "conv2d"]
 
 
+def test_the_four_d_ops_are_the_ones_declaring_rank_4():
+    assert [name for name, spec in OPS.items() if spec.rank == 4] == FOUR_D
+
+
+def test_an_op_of_a_rank_no_leaf_feeds_is_refused(monkeypatch):
+    import dataclasses
+
+    monkeypatch.setitem(OPS, "volume", dataclasses.replace(OPS["relu"], name="volume", rank=5))
+    with pytest.raises(ValueError) as refused:
+        collect(op_graphs(ops=["volume", "sum"]), 1)
+    assert str(refused.value) == "op volume declares rank 5: random graphs draw 2-D and (N, C, H, W) leaves only"
+
+
 def collect(strategy: Any, max_examples: int = 100) -> list[Program]:
     programs: list[Program] = []
 

@@ -17,8 +17,8 @@ from typing import Iterator
 import pytest
 
 from harness.checks.context import Context, Failed, Observation, Shared
-from harness.checks.targeted import (GROWTH_WIDTHS, SUPERLINEAR_EXPONENT, Growth, backward_is_linear, every_path,
-                                     measure_growth, wide_graph)
+from harness.checks.targeted import backward_is_linear
+from harness.checks.timing import GROWTH_WIDTHS, SUPERLINEAR_EXPONENT, Growth, every_path, measure_growth, wide_graph
 from harness.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from harness.checks.targeted import CHECKS
+from harness.checks.registry import registered
 from harness.diagnosis import mutants
 from harness.diagnosis.catalogue import BUGS, INTEGRITY, bug
 from harness.diagnosis.mutants import MUTANTS, MutantError, load_mutant, mutant_source, reference_source
@@ -29,7 +29,7 @@ def test_the_catalogue_has_the_classic_bugs():
 def test_each_bug_is_described(b):
     assert re.fullmatch(r"[a-z][a-z_]*", b.id)
     assert b.level in LEVELS
-    assert b.concept in set(CONCEPTS) | {c.concept for c in CHECKS}
+    assert b.concept in set(CONCEPTS) | {c.concept for c in registered()}
     assert 0 < len(b.name) <= 60 and b.name[0].islower()
     sentences = SENTENCE_END.split(b.explanation)
     assert len(sentences) == 2 and all(s.endswith(".") for s in sentences), sentences

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from harness.checks.context import Evidence, Failed, Observation
-from harness.checks.targeted import memory_release, wide_graph
+from harness.checks.targeted import memory_release
+from harness.checks.timing import wide_graph
 from harness.diagnosis.causes import diagnose
 from harness.diagnosis.matching import replay
 from harness.diagnosis.mutants import load_mutant

@@ -144,7 +144,7 @@ sys.path.insert(0, {tests!r})
 import test_hostile as t
 t.refuse_user_namespaces()
 from harness.sandbox import Launcher
-from harness.sandbox.launch import _remove_tree
+from harness.sandbox.cleanup import remove_tree
 sys.dont_write_bytecode = True
 with Launcher("basic") as launcher:
     for entry in [e for e in t.ENTRIES if e["file"] in sys.argv[1:]]:
@@ -155,7 +155,7 @@ with Launcher("basic") as launcher:
             run.problems.append(f"graded with namespaces after all: {{run.data.get('isolation_note')!r}}")
         for left in set(Path("/tmp").glob("grade-submission-*")) - before:
             run.problems.append(f"the submission's folder {{left}} is still on the disk")
-            _remove_tree(str(left))
+            remove_tree(str(left))
         print(json.dumps({{"file": entry["file"], "problems": run.problems}}), flush=True)
         shutil.rmtree(folder, ignore_errors=True)
 """

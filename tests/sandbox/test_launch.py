@@ -3,11 +3,12 @@
 import os
 import time
 
-from harness.sandbox.launch import OUTPUT_CAP, _Drain, _remove_tree
+from harness.sandbox.cleanup import remove_tree
+from harness.sandbox.drain import OUTPUT_CAP, Drain
 
 
 def test_output_is_kept_up_to_the_cap_and_the_rest_counted():
-    drain = _Drain()
+    drain = Drain()
     try:
         r, w = os.pipe()
         drain.add("worker", "stdout", r)
@@ -23,7 +24,7 @@ def test_a_pipe_forgotten_while_its_output_waits_does_not_stop_the_drain():
     # The drain thread has seen output on a pipe and waits for the lock while the pipe is
     # forgotten (closed): it must skip the stale event, not die, or every later worker
     # blocks on a full pipe.
-    drain = _Drain()
+    drain = Drain()
     try:
         pipes = [os.pipe() for _ in range(40)]  # all open at once: no number is reused in between
         for key, (r, _) in enumerate(pipes):
@@ -66,6 +67,6 @@ def test_a_submissions_folder_is_removed_however_deep_and_locked(tmp_path):
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "keep").write_text("x")
     (top / "link").symlink_to(tmp_path / "outside")
-    _remove_tree(str(top))
+    remove_tree(str(top))
     assert not top.exists()
     assert (tmp_path / "outside" / "keep").read_text() == "x"

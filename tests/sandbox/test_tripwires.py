@@ -7,7 +7,8 @@ process, so that side is tested in workers, through the corpora
 
 import torch
 
-from harness.sandbox.tripwires import AutogradGuard, Tripwires, carries_autograd
+from harness.sandbox.autograd_guard import AutogradGuard, carries_autograd
+from harness.sandbox.tripwires import Tripwires
 
 
 class _Innocent(torch.Tensor):

@@ -1,0 +1,143 @@
+"""Torch's own autograd, watched in the worker: the torch-function mode around candidate code, and the
+engine subclass that records every backward pass torch runs.
+
+``AutogradGuard`` flags every call into torch's autograd and every torch result that requires
+grad; ``WatchedEngine`` is the engine ``Tripwires.install`` puts in torch's place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Any, Callable, Final, Iterator
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["AutogradGuard", "MAX_FINDINGS", "WatchedEngine", "autograd_tensors", "carries_autograd"]
+
+_AUTOGRAD_ENTRY_POINTS: Final = {
+    "backward": "torch's Tensor.backward",
+    "grad": "torch.autograd.grad",
+    "requires_grad_": "Tensor.requires_grad_",
+    "retain_grad": "Tensor.retain_grad",
+    "register_hook": "Tensor.register_hook",
+    "register_post_accumulate_grad_hook": "Tensor.register_post_accumulate_grad_hook",
+    "vjp": "torch.autograd.functional.vjp",
+    "jvp": "torch.autograd.functional.jvp",
+    "jacobian": "torch.autograd.functional.jacobian",
+    "hessian": "torch.autograd.functional.hessian",
+    "_make_dual": "forward-mode AD (make_dual)",
+    "make_dual": "forward-mode AD (make_dual)",
+}
+MAX_FINDINGS: Final = 20
+_REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
+_GRAD_FN = torch._C.TensorBase.grad_fn.__get__
+_TensorBase = torch._C.TensorBase
+_PLAIN: set = set()
+"""Torch functions seen and known not to be an entry into torch's autograd: the guard's fast path."""
+_MAX_PLAIN: Final = 5000
+
+
+def carries_autograd(value: Any) -> bool:
+    """Whether a torch tensor requires grad or has autograd history, read past any subclass's properties."""
+    if not isinstance(value, _TensorBase):
+        return False
+    try:
+        return bool(_REQUIRES_GRAD(value)) or _GRAD_FN(value) is not None
+    except Exception:  # a tensor torch itself cannot read is not evidence
+        return False
+
+
+def autograd_tensors() -> int:
+    """How many live torch tensors require grad or carry autograd history."""
+    return sum(1 for obj in gc.get_objects() if carries_autograd(obj))
+
+
+class AutogradGuard(TorchFunctionMode):
+    """Records every use of torch's own autograd while candidate code runs in this thread.
+
+    It also counts torch calls and the elements they produce while ``counting``
+    is set: the backward-cost probe compares those counts across input sizes.
+    """
+
+    def __init__(self, record: Callable[[str], None] | None = None) -> None:
+        super().__init__()
+        self.violations: list[str] = []
+        self._record = record
+        self.counting = False
+        self.calls = 0
+        self.elements = 0
+        self.complex = False
+        """Whether a counted call returned a complex tensor."""
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func not in _PLAIN:
+            self._inspect_call(func, args, kwargs or {})
+        result = func(*args, **kwargs) if kwargs else func(*args)
+        if isinstance(result, _TensorBase):
+            try:
+                tracked = _REQUIRES_GRAD(result) or _GRAD_FN(result) is not None
+            except Exception:  # a tensor torch itself cannot read is not evidence
+                tracked = False
+            if tracked:
+                self.flag(f"{getattr(func, '__qualname__', getattr(func, '__name__', ''))} returned a torch tensor "
+                          "that requires grad")
+            if self.counting:
+                self.calls += 1
+                self.elements += result.numel()
+                self.complex = self.complex or result.is_complex()
+        elif self.counting:
+            self.calls += 1
+        return result
+
+    def _inspect_call(self, func: Callable, args: tuple, kwargs: dict) -> None:
+        """Flag a call into torch's autograd; remember functions that never are one (most of them)."""
+        name = getattr(func, "__name__", "")
+        owner = getattr(getattr(func, "__self__", None), "__name__", "")
+        if name in _AUTOGRAD_ENTRY_POINTS:
+            if not (name == "requires_grad_" and (args[1:2] == (False,) or kwargs.get("requires_grad") is False)):
+                self.flag(f"called {_AUTOGRAD_ENTRY_POINTS[name]}")
+        elif name == "__set__" and owner == "requires_grad":
+            if len(args) > 1 and bool(args[1]):
+                self.flag("set requires_grad=True on a torch tensor")
+        elif len(_PLAIN) < _MAX_PLAIN:
+            try:
+                _PLAIN.add(func)
+            except TypeError:  # unhashable: judged again at every call
+                pass
+
+    def flag(self, what: str) -> None:
+        if self._record is not None:
+            self._record(what)
+        elif what not in self.violations and len(self.violations) < MAX_FINDINGS:
+            self.violations.append(what)
+
+    @contextlib.contextmanager
+    def count(self) -> Iterator[AutogradGuard]:
+        """Count torch calls and result elements inside the block (the guard must be active)."""
+        self.calls = self.elements = 0
+        self.complex = False
+        self.counting = True
+        try:
+            yield self
+        finally:
+            self.counting = False
+
+
+def WatchedEngine(record: Callable[[str], None]) -> type:
+    """A subclass of torch's autograd engine whose every backward pass is recorded.
+
+    Every route into torch autograd's backward (``Tensor.backward``, ``autograd.grad``,
+    ``autograd.functional``, ``torch.func``, a fresh ``torch._C._ImperativeEngine()``)
+    ends in ``run_backward`` of an engine, and the grader never runs one in a worker.
+    """
+    base = torch._C._ImperativeEngine
+
+    class _Watched(base):  # type: ignore[misc, valid-type]
+        def run_backward(self, *args: Any, **kwargs: Any) -> Any:
+            record("torch's autograd engine ran a backward pass")
+            return super().run_backward(*args, **kwargs)
+
+    _Watched.__name__ = _Watched.__qualname__ = base.__name__
+    return _Watched

@@ -1,0 +1,73 @@
+"""Identities of the grader's own functions and classes and of torch's, taken in the worker before the
+submission runs, to notice what it replaced."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any, Final
+
+__all__ = ["Snapshot"]
+
+_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.sandbox.observation", "harness.sandbox.measures",
+                           "harness.integrity.audit", "harness.sandbox.channel", "harness.sandbox.tripwires",
+                           "harness.sandbox.autograd_guard", "harness.sandbox.patch_snapshot",
+                           "harness.program", "harness.ops", "torch.autograd", "torch.autograd.graph",
+                           "torch.autograd.variable", "torch.overrides", "gc", "threading", "_thread")
+"""Modules whose functions and classes a submission has no business replacing in the worker."""
+_WATCHED_NAMES: Final = {"torch": ("Tensor", "tensor", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled"),
+                         "torch._C": ("_ImperativeEngine", "_enter_dual_level", "_exit_dual_level", "TensorBase",
+                                      "DisableTorchFunction", "_is_torch_function_mode_enabled"),
+                         "torch._C._autograd": ("_push_saved_tensors_default_hooks",
+                                                "_pop_saved_tensors_default_hooks")}
+"""Single members of big modules (watching all of torch would cost milliseconds per request)."""
+_WATCHED_CLASSES: Final = ("torch.Tensor", "torch._C.TensorBase", "torch.overrides.TorchFunctionMode",
+                           "torch.autograd.variable.Variable")
+"""Torch classes whose members are watched too (every class of the grader's own modules is)."""
+
+
+class Snapshot:
+    """Identities of the functions and classes of the watched modules and classes, cheap to compare again."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[str, Any, dict[str, int]]] = []
+        self.modules: dict[str, Any] = {}
+        for module_name in _WATCHED_MODULES:
+            module = sys.modules.get(module_name)
+            if module is not None:
+                self.modules[module_name] = module
+                self._add(module_name, module, None)
+        for module_name, names in _WATCHED_NAMES.items():
+            module = sys.modules.get(module_name)
+            if module is not None:
+                self.modules[module_name] = module
+                self._add(module_name, module, names)
+        ops = getattr(sys.modules.get("harness.ops"), "OPS", None) or {}
+        for op_name, spec in ops.items():
+            if hasattr(spec, "__dict__"):
+                self.parts.append((f"harness.ops.OPS[{op_name!r}]", spec, {k: id(v) for k, v in vars(spec).items()}))
+
+    def _add(self, label: str, owner: Any, names: tuple[str, ...] | None) -> None:
+        members = vars(owner)
+        picked = {k: members.get(k) for k in names} if names else dict(members)
+        watched = {k: id(v) for k, v in picked.items() if isinstance(v, _WATCHABLE) or (
+            isinstance(owner, type) and isinstance(v, (staticmethod, classmethod, property)))}
+        self.parts.append((label, owner, watched))
+        for k, v in picked.items():
+            if isinstance(v, type) and (label.startswith("harness.") or f"{label}.{k}" in _WATCHED_CLASSES) \
+                    and not isinstance(owner, type):
+                self._add(f"{label}.{k}", v, None)
+
+    def changed(self) -> list[str]:
+        """What is no longer the object it was: ``harness.sandbox.evaluator.Evaluator.do_run`` and the like."""
+        found = [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
+        for label, owner, watched in self.parts:
+            members = vars(owner)
+            for key, ident in watched.items():
+                if id(members.get(key)) != ident:
+                    found.append(f"{label}.{key}")
+        return found
+
+
+_WATCHABLE: Final = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+                     types.WrapperDescriptorType, types.GetSetDescriptorType, type)
