@@ -3,12 +3,17 @@
 Run from the repository root: python benchmarks/grade_latency.py [--repeat N]
 Targets: core only <= 1.5x, all levels <= 2.5x, with the default number of hypothesis examples;
 and with --watch, the core level's result on screen within 1.5 s of a save.
+
+The runs are interleaved (one of each per round), so that a machine whose load changes
+meanwhile weighs on every row alike; the load averages before and after are printed, and
+"per round" is the median of each round's ratio to that round's ``import torch``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import shutil
 import statistics
@@ -30,32 +35,41 @@ def wall(cmd: list[str]) -> tuple[float, str]:
     return time.perf_counter() - started, done.stdout
 
 
-def median_wall(cmd: list[str], repeat: int) -> tuple[float, str]:
-    runs = [wall(cmd) for _ in range(repeat)]
-    return statistics.median(t for t, _ in runs), runs[-1][1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     grade = [sys.executable, "-m", "harness.cli"]
-    baseline, _ = median_wall([sys.executable, "-c", "import torch"], args.repeat)
-    rows = [("python -c 'import torch'", baseline, None, "")]
+    commands = [
+        ("python -c 'import torch'", [sys.executable, "-c", "import torch"], None),
+        ("grade correct_core.py --level core", [*grade, str(CORE_ONLY), "--format", "json", "--level", "core"], 1.5),
+        ("grade reference (all levels)", [*grade, str(REFERENCE), "--format", "json"], 2.5),
+    ]
+    load_before = os.getloadavg()
+    seconds: dict[str, list[float]] = {label: [] for label, _, _ in commands}
     splits = {}
-    for label, target, extra, goal in [
-        ("grade correct_core.py --level core", CORE_ONLY, ["--level", "core"], 1.5),
-        ("grade reference (all levels)", REFERENCE, [], 2.5),
-    ]:
-        seconds, out = median_wall([*grade, str(target), "--format", "json", *extra], args.repeat)
-        rows.append((label, seconds, seconds / baseline, f"<={goal}x"))
-        report = json.loads(out)
-        splits[label] = report["timings"]
-    rows.append(("--watch: a save to the core result", watch_latency(grade, args.repeat), None, "<=1.5 s"))
-    print(f"{'run':<40} {'median s':>9} {'ratio':>7} {'target':>7}")
-    for label, seconds, ratio, target in rows:
+    for _ in range(args.repeat):
+        for label, cmd, goal in commands:
+            took, out = wall(cmd)
+            seconds[label].append(took)
+            if goal is not None:
+                splits[label] = json.loads(out)["timings"]
+    torch_runs = seconds[commands[0][0]]
+    baseline = statistics.median(torch_runs)
+    rows = []
+    for label, _, goal in commands:
+        runs = seconds[label]
+        per_round = statistics.median(t / b for t, b in zip(runs, torch_runs))
+        rows.append((label, statistics.median(runs), statistics.median(runs) / baseline, per_round,
+                     "" if goal is None else f"<={goal}x"))
+    rows.append(("--watch: a save to the core result", watch_latency(grade, args.repeat), None, None, "<=1.5 s"))
+    print(f"{'run':<40} {'median s':>9} {'ratio':>7} {'per round':>10} {'target':>7}")
+    for label, secs, ratio, per_round, target in rows:
         r = "" if ratio is None else f"{ratio:6.2f}x"
-        print(f"{label:<40} {seconds:9.2f} {r:>7} {target:>7}")
+        p = "" if per_round is None else f"{per_round:6.2f}x"
+        print(f"{label:<40} {secs:9.2f} {r:>7} {p:>10} {target:>7}")
+    print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f} "
+          f"({os.cpu_count()} cores; a busy machine stretches every row)")
     for label, timings in splits.items():
         print(f"\nwhere the time goes: {label}")
         groups: dict[str, float] = {}

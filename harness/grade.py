@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,11 +25,12 @@ from harness.errors import HarnessError
 from harness.integrity import Findings, member_line
 from harness.integrity.use import runs_at_import, settle
 from harness.vocabulary import FAILING, FEATURES, LEVELS
-from harness.report.model import CheckResult, Report
+from harness.report.model import CheckResult, Report, RootCause
 from harness.report.rubric import Rubric, load_rubric
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.checks.registry import Check
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, _linux, bubblewrap_missing
+from harness.sandbox.opening import Opening
 
 __all__ = ["GradeOptions", "grade", "preflight", "planned_checks", "protect_grader", "spec_paths", "rediagnose"]
 
@@ -103,9 +105,19 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
         submission = dataclasses.replace(submission, findings=dataclasses.replace(
             submission.findings, violations=kept(submission.findings.violations, options.variant),
             review=kept_review(submission.findings.review, options.variant)))
-    protect_grader()
-    plan = _plan(options)
-    if submission.findings.violations and runs_at_import(submission.text, submission.findings):
+    limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
+    decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
+    # The sandbox opens while the grader imports and plans; the submission runs only once both are done.
+    opening = None if decided else Opening(sandbox, options.isolation, limits,
+                                           min(limits.start_seconds, options.time_limit))
+    try:
+        protect_grader()
+        plan = _plan(options)
+    except BaseException:
+        if opening is not None:
+            opening.close()
+        raise
+    if decided:
         # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
         # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
         skipped = [CheckResult(c.id, c.level, c.concept, c.title, "skipped",
@@ -118,21 +130,13 @@ def grade(path: Path, options: GradeOptions = GradeOptions(), sandbox: Launcher 
                        {"total": time.perf_counter() - started}, isolation=_isolation_of(sandbox),
                        isolation_note="", sha256=submission.sha256, root_causes=causes, diagnosis_error=failure,
                        source_note=submission.note)
-    limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
-    owned: list[Any] = []
+    assert opening is not None
     try:
-        if isinstance(sandbox, Sandbox):
-            box = sandbox
-        else:
-            launcher = sandbox
-            if launcher is None:
-                launcher = Launcher(options.isolation, start_seconds=min(limits.start_seconds, options.time_limit))
-                owned.append(launcher)
-            box = launcher.sandbox(limits)
-            owned.insert(0, box)
+        box = opening.result()
     except SandboxUnavailable as exc:
-        _close_quietly(owned)
+        opening.close()
         raise HarnessError(str(exc)) from None
+    owned = opening.owned
     # The watchdog: past the time limit the submission's sandbox is killed, whatever runs.
     fired = threading.Event()
 
@@ -223,16 +227,29 @@ def protect_grader() -> None:
         _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     except OSError:
         pass
-    _keep_hypothesis_out_of_the_users_folders()
     import importlib
 
-    for name in _LATE_IMPORTS:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    # The first time, the imports' objects are made with the collector paused and frozen
+    # afterwards: they live as long as the process, and no later collection scans them again.
+    first, collecting = not _IMPORTED, gc.isenabled()
+    if first:
+        gc.disable()
+    try:
+        _keep_hypothesis_out_of_the_users_folders()
+        for name in _LATE_IMPORTS:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+    finally:
+        if first:
+            _IMPORTED.append(True)
+            gc.freeze()
+            if collecting:
+                gc.enable()
 
 
+_IMPORTED: list[bool] = []
 _HYPOTHESIS_HOME: list[str] = []
 
 
@@ -346,9 +363,17 @@ def _grade(submission: Submission, options: GradeOptions, rubric: Rubric, plan: 
         finally:
             lane_ctx.retire()
 
-    with ThreadPoolExecutor(max_workers=LANES) as pool:
-        for future in [pool.submit(run_lane) for _ in range(LANES)]:
-            future.result()
+    # The checks make a few hundred thousand short-lived objects (the timing graphs alone); full
+    # collections among them would pause both lanes for nothing: what is cyclic waits for the end.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with ThreadPoolExecutor(max_workers=LANES) as pool:
+            for future in [pool.submit(run_lane) for _ in range(LANES)]:
+                future.result()
+    finally:
+        if collecting:
+            gc.enable()
     t0 = time.perf_counter()
     static = settled()
     graded, causes, failure = diagnose_safely(
@@ -488,7 +513,7 @@ def _missing(requires: frozenset[str], members: set[str], features: dict[str, An
 
 def _report(path: Path, status: str, message: str, results: list[CheckResult], rubric: Rubric,
             options: GradeOptions, static: Findings, shared: Any, timings: dict[str, float], *,
-            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[dict[str, Any], ...] = (),
+            isolation: str, isolation_note: str, sha256: str, root_causes: tuple[RootCause, ...] = (),
             diagnosis_error: str = "", source_note: str = "") -> Report:
     violations = tuple(static.violations) + tuple(f"at run time: {v}" for v in kept(shared.violations, options.variant))
     if violations and status == "graded":
@@ -504,7 +529,7 @@ def _report(path: Path, status: str, message: str, results: list[CheckResult], r
                 "max_score": rubric.levels.get(level, 0.0)}
         for level in levels_used
     }
-    review = tuple(entry.to_dict() for entry in kept_review((*static.review, *shared.review), options.variant))
+    review = kept_review((*static.review, *shared.review), options.variant)
     interview = rubric.interview(levels.get("core"), scored, graded=status == "graded", needs_review=bool(review),
                                  excused=_excused(scored))
     return Report(

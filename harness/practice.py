@@ -161,8 +161,8 @@ def _failing_concepts(report: Report, checks: Sequence[CheckResult]) -> list[str
     """Concepts of the failing ``checks``: those of root causes first (in fix-first order), then the rest."""
     known = concepts()
     ids = {c.id for c in checks if c.outcome in FAILING}
-    names = [cause["concept"] for cause in report.root_causes
-             if cause.get("concept") in known and ids & set(cause.get("checks", []))]
+    names = [cause.concept for cause in report.root_causes
+             if cause.concept in known and ids & set(cause.checks)]
     names += [c.concept for c in checks if c.id in ids and c.concept in known]
     return list(dict.fromkeys(names))
 
@@ -170,8 +170,8 @@ def _failing_concepts(report: Report, checks: Sequence[CheckResult]) -> list[str
 def _hint_and_snippet(report: Report, name: str) -> tuple[str, str]:
     """A root cause's hint and snippet for the concept, else its smallest failing check's."""
     for cause in report.root_causes:
-        if cause.get("concept") == name and cause.get("checks"):
-            return str(cause.get("hint", "")), str(cause.get("snippet", ""))
+        if cause.concept == name and cause.checks:
+            return str(cause.hint), str(cause.snippet)
     failing: Sequence[CheckResult] = [c for c in report.checks if c.outcome in FAILING and c.concept == name]
     with_snippet = [c for c in failing if c.details.get("snippet")]
     first = (with_snippet or list(failing) or [None])[0]

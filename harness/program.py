@@ -112,7 +112,7 @@ class Program:
         """Whether any leaf that requires grad reaches the output: only then is backward called."""
         tracked = {leaf.name for leaf in self.leaves if leaf.requires_grad and not leaf.raw}
         for step in self.steps:
-            if any(isinstance(a, str) and a in tracked for a in step.args):
+            if not tracked.isdisjoint(step.args):  # numbers among the args never equal a name
                 tracked.add(step.name)
         return self.output in tracked
 
@@ -272,7 +272,8 @@ class Program:
                 for leaf in self.leaves
             ],
             "steps": [
-                {"name": s.name, "op": s.op, "args": list(s.args), "params": {k: _jsonable(v) for k, v in s.params}}
+                {"name": s.name, "op": s.op, "args": list(s.args),
+                 "params": {k: _jsonable(v) for k, v in s.params} if s.params else {}}
                 for s in self.steps
             ],
             "output": self.output,

@@ -5,11 +5,13 @@ so a test run is reproducible and leaves nothing behind; no deadline, because
 graph programs call into torch and a shared machine's timings vary.
 """
 
-from typing import Iterator
+import json
+from typing import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from harness.report.model import Report
 from harness.sandbox import Launcher
 
 settings.register_profile(
@@ -33,3 +35,18 @@ def launcher() -> Iterator[Launcher]:
     """
     with Launcher("auto") as started:
         yield started
+
+
+def assert_reads_back(report: Report) -> Report:
+    """``report`` itself, after asserting that its JSON reads back (``Report.from_dict``) into a report
+    whose JSON is the same, byte for byte: key order, rounding and every odd value included."""
+    text = json.dumps(report.to_dict(), indent=2)
+    again = json.dumps(Report.from_dict(json.loads(text)).to_dict(), indent=2)
+    assert again == text, f"{report.file}: its JSON does not read back the same"
+    return report
+
+
+@pytest.fixture(scope="session")
+def reads_back() -> Callable[[Report], Report]:
+    """``assert_reads_back`` for the tests that grade a corpus: every report they make is read back too."""
+    return assert_reads_back

@@ -68,8 +68,9 @@ def _options(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def graded(launcher) -> Callable[..., Report]:
-    """grade(file, **options), each distinct call made once for the whole module."""
+def graded(launcher, reads_back) -> Callable[..., Report]:
+    """grade(file, **options), each distinct call made once for the whole module (and read back from
+    its JSON)."""
     cache: dict[tuple[Path, tuple[tuple[str, Any], ...]], Report] = {}
 
     def run(path: Path, timeout_budget: float | None = None, **options: Any) -> Report:
@@ -79,7 +80,7 @@ def graded(launcher) -> Callable[..., Report]:
             # 30 s is sized for real submissions, not for a test that only proves the path.
             budget = Shared.TIMEOUT_BUDGET if timeout_budget is None else timeout_budget
             with mock.patch.object(Shared, "TIMEOUT_BUDGET", budget):
-                cache[key] = grade(path, GradeOptions(**dict(key[1])), launcher)
+                cache[key] = reads_back(grade(path, GradeOptions(**dict(key[1])), launcher))
         return cache[key]
 
     return run
@@ -207,8 +208,8 @@ def test_an_engine_whose_every_leaf_gradient_is_zero_is_told_so_first(graded):
     # op's rule explains that, the engine as a whole does.
     report = graded(SOLUTIONS / "hostile_forged_stdout.py")
     first = report.root_causes[0]
-    assert first["symptom"] == "all_zero", first
-    assert first["name"].startswith("Every leaf's gradient is zero"), first
+    assert first.symptom == "all_zero", first
+    assert first.name.startswith("Every leaf's gradient is zero"), first
 
 
 # ---- the reference and the template --------------------------------------------------------------

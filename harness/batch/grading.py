@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from harness import __version__
 from harness.batch.collect import CollectedSubmission
@@ -30,11 +31,19 @@ __all__ = ["Graded", "grade_one", "not_graded", "source_sha256", "read_source"]
 
 @dataclass(frozen=True)
 class Graded:
-    """A finished submission: its JSON report and its Markdown write-up, as written to ``results/``."""
+    """A finished submission: its report and its Markdown write-up, as written to ``results/``.
+
+    The report is read back from its JSON (``Report.from_dict``): what a batch keeps, sends between
+    machines and summarises is what its ``results/`` folder holds, whether graded now or resumed.
+    """
 
     id: str
-    report: dict[str, Any]
+    report: Report
     markdown: str
+
+    def json(self) -> str:
+        """The report as ``results/<id>.json`` holds it."""
+        return json.dumps(self.report.to_dict(), indent=2) + "\n"
 
 
 def grade_one(sub: CollectedSubmission, options: GradeOptions, new_sandbox: Callable[[], Sandbox],
@@ -68,7 +77,7 @@ def grade_one(sub: CollectedSubmission, options: GradeOptions, new_sandbox: Call
     data = report.to_dict()
     # Wall time from the batch's side, sandbox start included (timings are not part of the contract).
     data["timings"]["wall"] = round(time.perf_counter() - started, 3)
-    return Graded(sub.id, data, render_markdown(report) + "\n")
+    return Graded(sub.id, Report.from_dict(data), render_markdown(report) + "\n")
 
 
 def not_graded(sub: CollectedSubmission, options: GradeOptions, message: str, started: float) -> Report:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Mapping, TextIO
+from typing import TextIO
+
+from harness.report.model import Report
 
 __all__ = ["Progress"]
 
@@ -44,14 +46,14 @@ class Progress:
                 self.stream.write(f"[{self.done}/{self.total}] {count} kept from an earlier run\n")
                 self.stream.flush()
 
-    def finished(self, sid: str, report: Mapping[str, Any]) -> None:
+    def finished(self, sid: str, report: Report) -> None:
         """Count one finished submission and show it."""
         with self._lock:
             self.done += 1
             self.graded_now += 1
-            if report["status"] != "graded":
+            if report.status != "graded":
                 self.failures += 1
-            if report["integrity"].get("review") or (report.get("interview") or {}).get("needs_review"):
+            if report.integrity_review or (report.interview is not None and report.interview.needs_review):
                 self.review += 1
             if self.live:
                 self._draw()
@@ -92,15 +94,14 @@ class Progress:
                 self._draw()
 
 
-def _outcome(report: Mapping[str, Any]) -> str:
-    text = f"{report['status']}, {report['score']:g}/{report['max_score']:g}"
-    interview = report.get("interview") or {}
-    if interview:
-        text += ", interview " + ("passed" if interview.get("passed") else "not passed")
-    if report["integrity"].get("review"):
-        text += f", {len(report['integrity']['review'])} review flags"
-    if report["status"] in ("error", "timeout") and report.get("message"):
-        first = (report["message"].splitlines() or [""])[0][:100]
+def _outcome(report: Report) -> str:
+    text = f"{report.status}, {report.score:g}/{report.max_score:g}"
+    if report.interview is not None:
+        text += ", interview " + ("passed" if report.interview.passed else "not passed")
+    if report.integrity_review:
+        text += f", {len(report.integrity_review)} review flags"
+    if report.status in ("error", "timeout") and report.message:
+        first = (report.message.splitlines() or [""])[0][:100]
         # The message may be the submission's own text: nothing in it may steer the terminal.
         text += ": " + "".join(ch if ch.isprintable() else "?" for ch in first)
     return text

@@ -23,6 +23,7 @@ from harness.batch.collect import CollectedSubmission
 from harness.batch.grading import Graded, grade_one, not_graded, read_source
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
+from harness.report.model import Report
 
 __all__ = ["DaskPool", "grade_task", "close_worker_sandboxes"]
 
@@ -75,7 +76,7 @@ class DaskPool:
                     report = not_graded(sub, self.options, f"the Dask task failed: {reason}", time.perf_counter())
                     from harness.report.render import render_markdown
 
-                    yield Graded(sub.id, report.to_dict(), render_markdown(report) + "\n")
+                    yield Graded(sub.id, Report.from_dict(report.to_dict()), render_markdown(report) + "\n")
         finally:
             self.client.cancel(futures)
 
@@ -147,7 +148,7 @@ def _moved(graded: Graded, here: str, there: str) -> Graded:
             return [move(v) for v in value]
         return value
 
-    return Graded(graded.id, move(graded.report), move(graded.markdown))
+    return Graded(graded.id, Report.from_dict(move(graded.report.to_dict())), move(graded.markdown))
 
 
 _SOURCES: dict[tuple[str, int], Any] = {}

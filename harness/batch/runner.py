@@ -26,8 +26,9 @@ from harness.batch.similarity import THRESHOLD, similar_pairs
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
 from harness.report.files import write_atomic
-from harness.report.html import render_html
-from harness.report.tables import gradescope_results, parse_visibility, render_csv, render_junit, summarise
+from harness.report.formats import BATCH_FORMATS
+from harness.report.model import Report
+from harness.report.tables import gradescope_results, parse_visibility, summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
@@ -109,7 +110,7 @@ class BatchRun:
     """How a run went: every submission's report (graded now or earlier), and what it did not reach."""
 
     summary: dict[str, Any]
-    reports: dict[str, dict[str, Any]]
+    reports: dict[str, Report]
     reused: list[str] = field(default_factory=list)
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
@@ -192,13 +193,17 @@ def reusable_result(outdir: Path, sub: CollectedSubmission) -> Graded | None:
     """The result of an earlier run for ``sub`` when its source is unchanged, else None."""
     json_path, md_path = outdir / "results" / f"{sub.id}.json", outdir / "results" / f"{sub.id}.md"
     try:
-        report = json.loads(json_path.read_text())
+        data = json.loads(json_path.read_text())
         markdown = md_path.read_text()
     except (OSError, ValueError):
         return None
-    if not isinstance(report, dict) or report.get("grader_version") != __version__:
+    if not isinstance(data, dict) or data.get("grader_version") != __version__:
         return None
-    if report.get("file") != sub.origin or report.get("source_sha256") != source_sha256(sub.path):
+    try:
+        report = Report.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # not a report this grader wrote: graded again
+    if report.file != sub.origin or report.source_sha256 != source_sha256(sub.path):
         return None
     return Graded(sub.id, report, markdown)
 
@@ -207,12 +212,12 @@ def write_result(outdir: Path, graded: Graded) -> None:
     """Write one submission's results: the Markdown first, the JSON last (a resume trusts a JSON only
     with its Markdown beside it)."""
     write_atomic(outdir / "results" / f"{graded.id}.md", graded.markdown)
-    write_atomic(outdir / "results" / f"{graded.id}.json", json.dumps(graded.report, indent=2) + "\n")
+    write_atomic(outdir / "results" / f"{graded.id}.json", graded.json())
 
 
 def run_batch(submissions: Sequence[CollectedSubmission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
               resume: bool = False, outputs: Outputs = Outputs(),
-              on_result: Callable[[str, Mapping[str, Any]], None] = lambda sid, report: None,
+              on_result: Callable[[str, Report], None] = lambda sid, report: None,
               on_reused: Callable[[int], None] = lambda count: None) -> BatchRun:
     """Grade ``submissions`` with ``pool`` into ``outdir`` and write the summaries.
 
@@ -275,10 +280,11 @@ def write_summaries(submissions: Sequence[CollectedSubmission], finished: Mappin
                           else outputs.similarity_threshold)
     summary = summarise(reports, settings=settings, similarity=pairs, pending=pending)
     write_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    write_atomic(outdir / "summary.csv", render_csv(summary))
-    write_atomic(outdir / "report.html", render_html(summary, reports))
+    for fmt in BATCH_FORMATS.values():
+        if fmt.file:
+            write_atomic(outdir / fmt.file, fmt.render(summary, reports))
     if outputs.junit is not None:
-        write_atomic(outputs.junit, render_junit(summary, reports))
+        write_atomic(outputs.junit, BATCH_FORMATS["junit"].render(summary, reports))
     if outputs.gradescope:
         for sid, report in reports.items():
             folder = outdir / "gradescope" / sid

@@ -176,7 +176,8 @@ class Shared:
         self.violations: list[str] = []
         self.review: list[Any] = []
         """Integrity review entries seen at run time (``harness.integrity.ReviewEntry``)."""
-        self.output: dict[str, str] = {"stdout": "", "stderr": ""}
+        self._output: dict[str, str] = {"stdout": "", "stderr": ""}
+        self._retired: list[Worker] = []
         self.timeouts = 0
         self.timeout_seconds = 0.0
         self.lock = threading.Lock()
@@ -206,8 +207,26 @@ class Shared:
     def add_output(self, streams: dict[str, str]) -> None:
         with self.lock:
             for stream, text in streams.items():
-                if text and len(self.output[stream]) < 8000:
-                    self.output[stream] += text
+                if text and len(self._output[stream]) < 8000:
+                    self._output[stream] += text
+
+    def retired(self, worker: Worker) -> None:
+        """A worker that was stopped: its output is read with ``output``, in the order workers were retired.
+
+        A killed worker's pipes close only once the kernel has torn its whole process down;
+        the lane starts its next check meanwhile instead of waiting for them.
+        """
+        with self.lock:
+            self._retired.append(worker)
+
+    @property
+    def output(self) -> dict[str, str]:
+        """What the submission printed, every worker retired so far included."""
+        with self.lock:
+            pending, self._retired = self._retired, []
+        for worker in pending:
+            self.add_output(worker.output())
+        return self._output
 
     @contextlib.contextmanager
     def running(self, worker: Worker) -> Iterator[None]:
@@ -274,16 +293,13 @@ class Context:
     def retire(self) -> None:
         if self._worker is not None:
             self._worker.kill()
-            self._collect_output(self._worker)
+            self.shared.retired(self._worker)
             self._worker = None
-
-    def _collect_output(self, worker: Worker) -> None:
-        self.shared.add_output(worker.output())
 
     def worker(self) -> Worker:
         if self._worker is None or not self._worker.alive:
             if self._worker is not None:
-                self._collect_output(self._worker)
+                self.shared.retired(self._worker)
             try:
                 self._worker = self.sandbox.spawn(self.path, self.class_name)
             except WorkerTimeout as exc:

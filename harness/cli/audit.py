@@ -111,7 +111,7 @@ def run_audit(*, specs: Sequence[Path] = (), max_examples: int = 200, seed: int 
                 bug=b,
                 caught_by=tuple(c.id for c in report.checks if c.outcome in FAILING),
                 integrity=report.integrity_violations,
-                first_cause=report.root_causes[0]["bug"] if report.root_causes else None,
+                first_cause=report.root_causes[0].bug if report.root_causes else None,
                 status=report.status,
             ))
     return Audit(tuple(rows), failures, checks,

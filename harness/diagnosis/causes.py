@@ -22,7 +22,7 @@ from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, ex
 from harness.diagnosis.matching import Match, alike, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
-from harness.report.model import CheckResult
+from harness.report.model import CheckResult, RootCause
 from harness.vocabulary import FAILING
 
 __all__ = ["diagnose", "diagnose_safely"]
@@ -36,7 +36,7 @@ _ORDER = {b.id: i for i, b in enumerate(BUGS)}
 def diagnose_safely(results: Sequence[CheckResult], violations: Sequence[str] = (),
                     points: Mapping[str, float] | None = None,
                     graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
-                    ) -> tuple[list[CheckResult], tuple[dict[str, Any], ...], str]:
+                    ) -> tuple[list[CheckResult], tuple[RootCause, ...], str]:
     """``diagnose`` that never raises: on a fault of its own, the results unchanged, no causes and why.
 
     A diagnosis is advice on top of the verdicts; a fault in it must not cost the report.
@@ -51,7 +51,7 @@ def diagnose_safely(results: Sequence[CheckResult], violations: Sequence[str] = 
 def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
              points: Mapping[str, float] | None = None,
              graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
-             ) -> tuple[list[CheckResult], tuple[dict[str, Any], ...]]:
+             ) -> tuple[list[CheckResult], tuple[RootCause, ...]]:
     """The results with ``diagnosis`` filled in, and the root causes, the one to fix first first.
 
     ``points`` (check id -> its points in the rubric) orders the causes by the points their
@@ -136,7 +136,8 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
             ids = [m.bug for m in sorted(matches[r.id], key=lambda m: (m.bug != first, -m.fit, _ORDER[m.bug]))]
             r = dataclasses.replace(r, diagnosis=tuple(ids))
         out.append(r)
-    return out, tuple(causes)
+    # The grouping works on dicts that carry its bookkeeping; the report holds the typed causes.
+    return out, tuple(RootCause.from_dict(cause) for cause in causes)
 
 
 LARGEST_GRAPH = 20_000

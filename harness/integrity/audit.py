@@ -75,11 +75,18 @@ _HELPERS: Final = {os.sep + "dataclasses.py": _WATCHED,
 ``typing`` compiles a forward reference when one is created (``List["Tensor"]``) but
 runs it only in ``get_type_hints``: that "exec" is still the submission's.
 """
+_FREQUENT: Final = frozenset({"builtins.id"})
+"""Events that matter to no handler and come by the hundred thousand (an engine's visited set calls
+``id()`` per node, and ``core.linear_time`` and ``followups.deep_graph`` time it): returned from first."""
 _MAX_EVENTS: Final = 40
 
 
-def install(submission: str, record: Record) -> None:
-    """Add the audit hook; ``submission`` is the file whose frames make an event the submission's."""
+def install(submission: str, record: Record, also: Callable[[str, tuple], None] | None = None) -> None:
+    """Add the audit hook; ``submission`` is the file whose frames make an event the submission's.
+
+    ``also`` handles every event first (the worker's process watch): one hook for both, as
+    each hook costs every event a Python call.
+    """
     own = {submission, os.path.abspath(submission)}
     stdlib = os.path.dirname(os.__file__) + os.sep
     main_thread = threading.main_thread()
@@ -125,6 +132,10 @@ def install(submission: str, record: Record) -> None:
         return bool(actor), line, importing
 
     def hook(event: str, args: tuple) -> None:
+        if event in _FREQUENT:
+            return
+        if also is not None:
+            also(event, args)
         if event not in _WATCHED and not event.startswith("ctypes."):
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _WATCHED_ATTRIBUTES):

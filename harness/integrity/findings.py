@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from harness.report.model import ReviewEntry
 
 __all__ = ["Findings", "Found", "ReviewEntry"]
-
-
-@dataclass(frozen=True)
-class ReviewEntry:
-    """A construct that is not proof of cheating but that a person should read."""
-
-    line: int | None
-    """Line in the submission; None for what was seen at run time with no single line to name."""
-    construct: str
-    why: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "construct": self.construct, "why": self.why}
 
 
 @dataclass(frozen=True)

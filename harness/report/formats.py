@@ -1,22 +1,25 @@
-"""Every report format a grade can be shown in: its name, its renderer, its file ending.
+"""Every format a grade can be shown in: its name, its renderer, its file ending; and every file a batch
+writes about its cohort.
 
 Adding a format is one function (a ``Report`` in, text out) and one entry in ``FORMATS``:
 the command line's ``--format`` choices, the files ``--output-dir`` writes and the renderer
 tests (tests/report/test_formats.py, which fails for a format it does not check) all read
-this table.
+this table. A batch format is one function of the summary and the cohort's ``Report``s and one
+entry in ``BATCH_FORMATS``, which ``grade batch`` and the same tests read.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable, Final, Sequence
+from typing import Any, Callable, Final, Mapping, Sequence
 
+from harness.report.html import render_html
 from harness.report.model import Report
 from harness.report.render import render_json, render_markdown, render_text
-from harness.report.tables import gradescope_results
+from harness.report.tables import gradescope_results, render_csv, render_junit
 
-__all__ = ["Format", "FORMATS", "render"]
+__all__ = ["Format", "FORMATS", "render", "BatchFormat", "BATCH_FORMATS"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ def _markdown(report: Report, colour: bool, verbose: bool, visibility: Sequence[
 
 def _gradescope(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
     """Gradescope's results.json: one test per check, with ``--visibility``'s rules."""
-    return json.dumps(gradescope_results(report.to_dict(), visibility), indent=2)
+    return json.dumps(gradescope_results(report, visibility), indent=2)
 
 
 FORMATS: Final[dict[str, Format]] = {
@@ -57,3 +60,22 @@ FORMATS: Final[dict[str, Format]] = {
 def render(report: Report, fmt: str, *, colour: bool = False, verbose: bool = False,
            visibility: Sequence[tuple[str, str]] = ()) -> str:
     return FORMATS[fmt].render(report, colour, verbose, visibility)
+
+
+@dataclass(frozen=True)
+class BatchFormat:
+    render: Callable[[Mapping[str, Any], Mapping[str, Report]], str]
+    """``(summary, reports by id) -> text``: the summary (``tables.summarise``) and the reports it summarises."""
+    file: str = ""
+    """The file a batch writes it to in its output folder; empty: only where an option asks (``--junit PATH``)."""
+
+
+def _csv(summary: Mapping[str, Any], reports: Mapping[str, Report]) -> str:
+    return render_csv(summary)
+
+
+BATCH_FORMATS: Final[dict[str, BatchFormat]] = {
+    "csv": BatchFormat(_csv, "summary.csv"),
+    "html": BatchFormat(render_html, "report.html"),
+    "junit": BatchFormat(render_junit),
+}

@@ -18,9 +18,9 @@ import html
 from typing import Any, Mapping, Sequence
 
 from harness import __version__
-from harness.vocabulary import LEVELS
+from harness.report.model import Report
 from harness.report.safety import printable
-from harness.vocabulary import FAILING
+from harness.vocabulary import FAILING, LEVELS
 
 __all__ = ["render_html"]
 
@@ -157,8 +157,8 @@ def e(value: Any) -> str:
     return html.escape(printable(str(value)), quote=True)
 
 
-def render_html(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]) -> str:
-    """The batch page from the summary (``tables.summarise``) and the JSON reports by id."""
+def render_html(summary: Mapping[str, Any], reports: Mapping[str, Report]) -> str:
+    """The batch page from the summary (``tables.summarise``) and the reports by id."""
     rows = summary["submissions"]
     settings = summary.get("settings", {})
     counts = summary["counts"]
@@ -194,7 +194,7 @@ def render_html(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, A
     return "\n".join(parts) + "\n"
 
 
-def _candidates_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def _candidates_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, Report]) -> list[str]:
     levels = [level for level in LEVELS if any(level in r["levels"] for r in rows)]
     statuses = sorted({r["status"] for r in rows})
     out = [
@@ -244,10 +244,10 @@ def _candidates_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, M
     return out
 
 
-def _cause_ids(report: Mapping[str, Any]) -> str:
+def _cause_ids(report: Report) -> str:
     """The root causes in a table cell: catalogued bugs by their ids, the rest counted."""
-    causes = report.get("root_causes") or []
-    ids = [str(c["bug"]) for c in causes if c.get("bug")]
+    causes = report.root_causes
+    ids = [str(c.bug) for c in causes if c.bug]
     others = len(causes) - len(ids)
     return ", ".join(ids + ([f"{others} unexplained"] if others else []))
 
@@ -273,13 +273,13 @@ def _num(value: Any) -> str:
     return "" if value is None else points(value)
 
 
-def _bar_share(reports: Mapping[str, Mapping[str, Any]]) -> float | None:
+def _bar_share(reports: Mapping[str, Report]) -> float | None:
     """The interview bar as a share of the maximum score, when the batch graded the core level alone
     (otherwise the bar, which reads the core level only, has no place on a histogram of whole scores)."""
     for report in reports.values():
-        interview, levels = report.get("interview") or {}, report.get("levels") or {}
-        if interview.get("bar") is not None and list(levels) == ["core"] and levels["core"].get("max_score"):
-            return float(interview["bar"]) / float(levels["core"]["max_score"])
+        interview, levels = report.interview, report.levels
+        if interview is not None and list(levels) == ["core"] and levels["core"].get("max_score"):
+            return float(interview.bar) / float(round(levels["core"]["max_score"], 2))
     return None
 
 
@@ -346,17 +346,17 @@ def _heatmap(rows: Sequence[Mapping[str, Any]], maximum: Mapping[str, float],
     return out
 
 
-def _common_causes(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def _common_causes(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, Report]) -> list[str]:
     """The root causes found in most graded candidates: what the cohort gets wrong."""
     found: dict[str, dict[str, Any]] = {}
     for r in rows:
         if r["status"] != "graded":
             continue
-        for cause in reports[r["id"]].get("root_causes") or []:
-            key = str(cause.get("bug") or "")
+        for cause in reports[r["id"]].root_causes:
+            key = str(cause.bug or "")
             if not key:
                 continue  # a failure no catalogued bug explains is each candidate's own
-            entry = found.setdefault(key, {"name": str(cause.get("name") or key), "ids": []})
+            entry = found.setdefault(key, {"name": str(cause.name or key), "ids": []})
             entry["ids"].append(r["id"])
     out = ["<h2>Most common root causes</h2>"]
     if not found:
@@ -405,46 +405,45 @@ def _similarity(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def _candidate(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
+def _candidate(row: Mapping[str, Any], report: Report) -> list[str]:
     why = _reason(row)
     out = [f'<section class="candidate" id="c-{e(row["id"])}">',
-           f'<details><summary><h3>{e(row["id"])}</h3> <span class="status-{e(report["status"])}">'
-           f'{e(report["status"])}</span>, score {points(report["score"])} / {points(report["max_score"])}'
+           f'<details><summary><h3>{e(row["id"])}</h3> <span class="status-{e(report.status)}">'
+           f'{e(report.status)}</span>, score {points(round(report.score, 2))} / {points(round(report.max_score, 2))}'
            + (f' <span class="warn">{e(why)}</span>' if why else "") + "</summary>",
-           f'<p>file <code>{e(report.get("file", ""))}</code>; '
-           f'SHA-256 <code>{e(report.get("source_sha256", ""))}</code>; isolation {e(report.get("isolation", ""))}'
-           + (f'; {e(report["source_note"])}' if report.get("source_note") else "") + "</p>"]
-    if report.get("message"):
-        out.append(f"<pre>{e(report['message'])}</pre>")
-    integrity = report.get("integrity", {})
-    if integrity.get("violations"):
+           f'<p>file <code>{e(report.file)}</code>; '
+           f'SHA-256 <code>{e(report.source_sha256)}</code>; isolation {e(report.isolation)}'
+           + (f'; {e(report.source_note)}' if report.source_note else "") + "</p>"]
+    if report.message:
+        out.append(f"<pre>{e(report.message)}</pre>")
+    if report.integrity_violations:
         out += ["<h4>Integrity violations (score 0)</h4>", "<ul>",
-                *(f"<li>{e(v)}</li>" for v in integrity["violations"]), "</ul>"]
-    if integrity.get("review"):
+                *(f"<li>{e(v)}</li>" for v in report.integrity_violations), "</ul>"]
+    if report.integrity_review:
         out += ["<h4>For a person to review</h4>", "<ul>",
-                *(f'<li>line {e(entry.get("line", "?"))}: <code>{e(entry.get("construct", ""))}</code>: '
-                  f'{e(entry.get("why", ""))}</li>' for entry in integrity["review"]), "</ul>"]
-    if report.get("diagnosis_error"):
-        out.append(f'<p class="note">No root causes: {e(report["diagnosis_error"])}. Every verdict and the score '
+                *(f'<li>line {e(entry.line)}: <code>{e(entry.construct)}</code>: '
+                  f'{e(entry.why)}</li>' for entry in report.integrity_review), "</ul>"]
+    if report.diagnosis_error:
+        out.append(f'<p class="note">No root causes: {e(report.diagnosis_error)}. Every verdict and the score '
                    'stand.</p>')
-    if report.get("root_causes"):
+    if report.root_causes:
         out.append("<h4>Root causes (fix the first first)</h4>")
-        for cause in report["root_causes"]:
-            out.append(f'<p><strong>{e(cause.get("name") or cause.get("bug", ""))}</strong>: '
-                       f'{e(cause.get("explanation", ""))}</p>')
-            if cause.get("hint"):
-                out.append(f'<p class="note">hint: {e(cause["hint"])}</p>')
-            if cause.get("checks"):
-                out.append(f'<p class="note">explains: {e(", ".join(map(str, cause["checks"])))}</p>')
-            if cause.get("snippet"):
-                out.append(f"<pre>{e(cause['snippet'])}</pre>")
-    failing = [c for c in report.get("checks", []) if c["outcome"] in FAILING]
+        for cause in report.root_causes:
+            out.append(f'<p><strong>{e(cause.name or cause.bug or "")}</strong>: '
+                       f'{e(cause.explanation)}</p>')
+            if cause.hint:
+                out.append(f'<p class="note">hint: {e(cause.hint)}</p>')
+            if cause.checks:
+                out.append(f'<p class="note">explains: {e(", ".join(map(str, cause.checks)))}</p>')
+            if cause.snippet:
+                out.append(f"<pre>{e(cause.snippet)}</pre>")
+    failing = [c for c in report.checks if c.outcome in FAILING]
     if failing:
         out.append(f"<h4>Failing checks ({len(failing)})</h4>")
         for c in failing:
-            out.append(f'<details><summary><code>{e(c["id"])}</code> {e(c["outcome"])}: {e(c["title"])}</summary>')
-            out.append(f"<pre>{e(c['message'])}</pre>")
-            details = c.get("details") or {}
+            out.append(f'<details><summary><code>{e(c.id)}</code> {e(c.outcome)}: {e(c.title)}</summary>')
+            out.append(f"<pre>{e(c.message)}</pre>")
+            details = c.details
             worst = details.get("worst") or {}
             if worst.get("index") is not None:
                 out.append(f'<p>worst element {e(worst.get("index"))}: got {e(worst.get("got"))}, '
@@ -453,10 +452,10 @@ def _candidate(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
                 out.append(f"<pre>{e(details['snippet'])}</pre>")
             if details.get("hint"):
                 out.append(f'<p class="note">hint: {e(details["hint"])}</p>')
-            if c.get("diagnosis"):
-                out.append(f'<p class="note">likely caused by: {e(", ".join(c["diagnosis"]))}</p>')
+            if c.diagnosis:
+                out.append(f'<p class="note">likely caused by: {e(", ".join(c.diagnosis))}</p>')
             out.append("</details>")
-    for stream, text in (report.get("output") or {}).items():
+    for stream, text in report.output.items():
         if text and text.strip():
             lines = text.strip().splitlines()
             shown = "\n".join(lines[:_OUTPUT_LINES])

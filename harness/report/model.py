@@ -1,19 +1,43 @@
-"""What a grade produces: check results, the report, and the exit code it implies."""
+"""What a grade produces: check results, the report, and the exit code it implies.
+
+The one result model every stage may import (it imports none): the checks make ``CheckResult``s,
+the diagnosis ``RootCause``s, the scoring an ``Interview``, the integrity scan ``ReviewEntry``s, and
+every renderer reads the ``Report`` they make up. ``Report.to_dict`` is the published JSON report;
+``Report.from_dict`` reads it back into the same report, so a batch renders rows it graded earlier.
+"""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Final, Mapping, Protocol
 
 from harness.vocabulary import FAILING, INFORMATIONAL, OUTCOMES, STATUSES
 
-__all__ = ["CheckResult", "Report", "OUTCOMES", "STATUSES", "exit_code", "combine", "changes"]
+__all__ = ["CheckResult", "Evidence", "Interview", "ReviewEntry", "RootCause", "Report", "OUTCOMES", "STATUSES",
+           "exit_code", "combine", "changes"]
 
 CANDIDATE_TEXT_FIELDS: Final = ("message", "checks[].message", "checks[].details", "output", "root_causes[].snippet",
                                  "root_causes[].explanation", "integrity.violations",
                                  "integrity.review[].construct", "integrity.review[].why")
 """JSON fields whose text may have been written by the submission."""
+
+
+class Evidence(Protocol):
+    """The failing run a check keeps for the diagnosis (``checks.context.Evidence``): the graph program, what
+    the candidate's engine did with it, and torch's outcome.
+
+    Run-time objects, opaque to the report: they are never serialised, never compared, and a report read
+    back from JSON has none (its checks were diagnosed when it was graded).
+    """
+
+    @property
+    def program(self) -> Any: ...
+    @property
+    def observation(self) -> Any: ...
+    @property
+    def expected(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -27,21 +51,131 @@ class CheckResult:
     points: float = 0.0
     max_points: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
-    """Worst element, snippet, hint, seed, timings: whatever explains the outcome."""
+    """Worst element, snippet, hint, seed, timings: whatever explains the outcome (JSON data)."""
     seconds: float = 0.0
     diagnosis: tuple[str, ...] = ()
     """Ids of catalogued bugs that reproduce this failure, best fit first."""
-    evidence: Any = field(default=None, compare=False, repr=False)
-    """The failing run as objects (``checks.context.Evidence``), for the diagnosis; never serialised."""
+    evidence: Evidence | None = field(default=None, compare=False, repr=False)
+    """The failing run as objects, for the diagnosis; never serialised."""
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("evidence")
-        out["points"] = round(self.points, 2)
-        out["max_points"] = round(self.max_points, 2)
-        out["seconds"] = round(self.seconds, 3)
-        out["diagnosis"] = list(self.diagnosis)
+        return {"id": self.id, "level": self.level, "concept": self.concept, "title": self.title,
+                "outcome": self.outcome, "message": self.message, "points": round(self.points, 2),
+                "max_points": round(self.max_points, 2), "details": copy.deepcopy(self.details),
+                "seconds": round(self.seconds, 3), "diagnosis": list(self.diagnosis)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        return cls(id=data["id"], level=data["level"], concept=data["concept"], title=data.get("title", ""),
+                   outcome=data["outcome"], message=data.get("message", ""), points=data.get("points", 0.0),
+                   max_points=data.get("max_points", 0.0), details=dict(data.get("details") or {}),
+                   seconds=data.get("seconds", 0.0), diagnosis=tuple(data.get("diagnosis") or ()))
+
+
+@dataclass(frozen=True)
+class ReviewEntry:
+    """A construct that is not proof of cheating but that a person should read before the interview bar passes."""
+
+    line: int | None
+    """Line in the submission; None for what was seen at run time with no single line to name."""
+    construct: str
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "construct": self.construct, "why": self.why}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReviewEntry:
+        return cls(line=data.get("line"), construct=data.get("construct", ""), why=data.get("why", ""))
+
+
+@dataclass(frozen=True)
+class Interview:
+    """The interview verdict: the core level's score against the bar, the gates, and whether a person must
+    read the code first."""
+
+    passed: bool
+    bar: float
+    core_score: float
+    needs_review: bool = False
+    gates_failed: tuple[str, ...] = ()
+    """Core checks the rubric makes gates that ran and did not pass: the bar fails whatever the points."""
+    gates_not_attempted: tuple[str, ...] = ()
+    """Gates that never ran (a missing method): the bar waits for them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "bar": self.bar, "core_score": self.core_score,
+                "needs_review": self.needs_review, "gates_failed": list(self.gates_failed),
+                "gates_not_attempted": list(self.gates_not_attempted)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Interview:
+        return cls(passed=data.get("passed", False), bar=data.get("bar", 0.0), core_score=data.get("core_score", 0.0),
+                   needs_review=data.get("needs_review", False), gates_failed=tuple(data.get("gates_failed") or ()),
+                   gates_not_attempted=tuple(data.get("gates_not_attempted") or ()))
+
+
+MISSING_MEMBER: Final = "missing_member"
+"""The symptom of a cause that is a core method the class lacks (its checks wait rather than fail)."""
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """Failures grouped by what explains them: a catalogued bug (``bug``), a wrong rule named by ``op``,
+    ``operand`` and ``symptom``, a group around the op nearest to what went wrong, or a core method the
+    class lacks (symptom ``missing_member``, the checks that wait for it in ``waiting``)."""
+
+    bug: str | None
+    name: str
+    concept: str | None = None
+    explanation: str = ""
+    hint: str = ""
+    checks: tuple[str, ...] = ()
+    """The failing checks it explains."""
+    snippet: str = ""
+    """The smallest failing graph as a runnable snippet ('' when none ran a graph)."""
+    op: str | None = None
+    operand: str | None = None
+    symptom: str | None = None
+    points: float = 0.0
+    """The points its checks cost."""
+    level: str | None = None
+    """The lowest level among its checks; None when it explains none."""
+    waiting: tuple[str, ...] = ()
+    """A missing member's core checks, not attempted until it is written."""
+    points_waiting: float = 0.0
+
+    @property
+    def key(self) -> str | None:
+        """What names the cause across grades: a catalogued bug by its id, anything else by its name."""
+        return self.bug or self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        # The key order is the one the diagnosis has always written: it differs by kind of cause.
+        out: dict[str, Any] = {"bug": self.bug, "name": self.name, "concept": self.concept,
+                               "explanation": self.explanation, "hint": self.hint, "checks": list(self.checks)}
+        missing = self.symptom == MISSING_MEMBER
+        if missing:
+            out["waiting"] = list(self.waiting)
+        out.update(snippet=self.snippet, op=self.op, operand=self.operand, symptom=self.symptom)
+        if missing:
+            out.update(points=self.points, points_waiting=self.points_waiting)
+        elif self.bug is None:
+            out.update(level=self.level, points=self.points)
+        else:
+            out["points"] = self.points
+            if self.level is not None:
+                out["level"] = self.level
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RootCause:
+        return cls(bug=data.get("bug"), name=data.get("name", ""), concept=data.get("concept"),
+                   explanation=data.get("explanation", ""), hint=data.get("hint", ""),
+                   checks=tuple(data.get("checks") or ()), snippet=data.get("snippet", ""), op=data.get("op"),
+                   operand=data.get("operand"), symptom=data.get("symptom"), points=data.get("points", 0.0),
+                   level=data.get("level"), waiting=tuple(data.get("waiting") or ()),
+                   points_waiting=data.get("points_waiting", 0.0))
 
 
 @dataclass(frozen=True)
@@ -51,18 +185,20 @@ class Report:
     score: float
     max_score: float
     levels: dict[str, dict[str, float]]
+    """Per level graded: ``{"score", "max_score"}``."""
     checks: tuple[CheckResult, ...]
     integrity_violations: tuple[str, ...] = ()
     message: str = ""
     """Why a submission could not be graded (status error/timeout)."""
     seed: int = 0
-    interview: dict[str, Any] = field(default_factory=dict)
+    interview: Interview | None = None
+    """None when the core level was not graded."""
     output: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     grader_version: str = ""
-    integrity_review: tuple[dict[str, Any], ...] = ()
-    """Suspicious constructs that are not proof: ``{"line", "construct", "why"}`` each."""
-    root_causes: tuple[dict[str, Any], ...] = ()
+    integrity_review: tuple[ReviewEntry, ...] = ()
+    """Suspicious constructs that are not proof."""
+    root_causes: tuple[RootCause, ...] = ()
     """Failures grouped by the bug that explains them, the one to fix first first."""
     isolation: str = "basic"
     """How the submission was confined: "sandbox" (bubblewrap) or "basic"."""
@@ -96,11 +232,11 @@ class Report:
             "max_score": round(self.max_score, 2),
             "levels": {k: {"score": round(v["score"], 2), "max_score": round(v["max_score"], 2)}
                        for k, v in self.levels.items()},
-            "interview": self.interview,
+            "interview": self.interview.to_dict() if self.interview is not None else {},
             "checks": [c.to_dict() for c in self.checks],
             "integrity": {"violations": list(self.integrity_violations),
-                          "review": [dict(entry) for entry in self.integrity_review]},
-            "root_causes": [dict(cause) for cause in self.root_causes],
+                          "review": [entry.to_dict() for entry in self.integrity_review]},
+            "root_causes": [cause.to_dict() for cause in self.root_causes],
             "diagnosis_error": self.diagnosis_error,
             "isolation": self.isolation,
             "isolation_note": self.isolation_note,
@@ -108,15 +244,40 @@ class Report:
             "source_note": self.source_note,
             "agreements": dict(self.agreements),
             "variant": self.variant,
-            "saved_tensors": self.saved_tensors(),
+            "saved_tensors": copy.deepcopy(self.saved_tensors()),
             "seed": self.seed,
-            "output": self.output,
+            "output": dict(self.output),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "grader_version": self.grader_version,
             # Text in these fields may come from the submission (its exceptions, output,
             # values): a consumer must escape it wherever it shows it.
             "candidate_text": list(CANDIDATE_TEXT_FIELDS),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        """The report a JSON report (``to_dict``) describes: ``Report.from_dict(r.to_dict()).to_dict() ==
+        r.to_dict()``. Derived fields (``saved_tensors``, ``candidate_text``) are not read; nothing a check kept
+        at run time (``evidence``) comes back. Raises KeyError or TypeError for a mapping that is no report."""
+        integrity = data.get("integrity") or {}
+        interview = data.get("interview") or {}
+        return cls(
+            file=data.get("file", ""), status=data["status"], score=data["score"], max_score=data["max_score"],
+            levels={str(k): {"score": v["score"], "max_score": v["max_score"]}
+                    for k, v in (data.get("levels") or {}).items()},
+            checks=tuple(CheckResult.from_dict(c) for c in data.get("checks") or ()),
+            integrity_violations=tuple(integrity.get("violations") or ()),
+            message=data.get("message", ""), seed=data.get("seed", 0),
+            interview=Interview.from_dict(interview) if interview else None,
+            output=dict(data.get("output") or {}), timings=dict(data.get("timings") or {}),
+            grader_version=data.get("grader_version", ""),
+            integrity_review=tuple(ReviewEntry.from_dict(e) for e in integrity.get("review") or ()),
+            root_causes=tuple(RootCause.from_dict(c) for c in data.get("root_causes") or ()),
+            isolation=data.get("isolation", "basic"), isolation_note=data.get("isolation_note", ""),
+            source_sha256=data.get("source_sha256", ""), diagnosis_error=data.get("diagnosis_error", ""),
+            source_note=data.get("source_note", ""), variant=data.get("variant", "tensor"),
+            agreements=dict(data.get("agreements") or {}),
+        )
 
 
 def combine(first: Report, rest: Report) -> Report:
@@ -129,31 +290,30 @@ def combine(first: Report, rest: Report) -> Report:
     levels = {**rest.levels, **first.levels}
     order = list(rest.levels) or list(levels)
     levels = {level: levels[level] for level in sorted(levels, key=lambda l: order.index(l) if l in order else -1)}
-    causes: dict[Any, dict[str, Any]] = {}
+    causes: dict[str | None, RootCause] = {}
     for cause in (*first.root_causes, *rest.root_causes):
-        key = cause.get("bug") or cause.get("name")
-        if key in causes:
-            merged = causes[key]
-            causes[key] = {**merged, "checks": [*merged.get("checks", []), *cause.get("checks", [])],
-                           "points": round(merged.get("points", 0.0) + cause.get("points", 0.0), 2)}
+        if cause.key in causes:
+            merged = causes[cause.key]
+            causes[cause.key] = dataclasses.replace(merged, checks=merged.checks + cause.checks,
+                                                    points=round(merged.points + cause.points, 2))
         else:
-            causes[key] = dict(cause)
+            causes[cause.key] = cause
     statuses = ("integrity_violation", "timeout", "error", "graded")
     status = min(first.status, rest.status, key=statuses.index)
     violations = tuple(dict.fromkeys(first.integrity_violations + rest.integrity_violations))
     checks = first.checks + rest.checks
-    interview = dict(first.interview)
+    interview = first.interview
     if violations or status != "graded":
         # A violation (or a failure to grade) in either part is the whole file's: nothing scores, and
         # the interview bar, decided by the core part alone, is not passed.
         status = "integrity_violation" if violations else status
         levels = {level: {**v, "score": 0.0} for level, v in levels.items()}
         checks = tuple(dataclasses.replace(c, points=0.0) for c in checks)
-        if interview:
-            interview.update(passed=False, core_score=0.0)
+        if interview is not None:
+            interview = dataclasses.replace(interview, passed=False, core_score=0.0)
     needs_review = bool(first.integrity_review or rest.integrity_review)
-    if interview and needs_review and not interview.get("needs_review"):
-        interview.update(passed=False, needs_review=True)
+    if interview is not None and needs_review and not interview.needs_review:
+        interview = dataclasses.replace(interview, passed=False, needs_review=True)
     return Report(
         file=first.file, status=status, score=sum(v["score"] for v in levels.values()),
         max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=checks,
@@ -161,9 +321,9 @@ def combine(first: Report, rest: Report) -> Report:
         message=first.message or rest.message, seed=first.seed, interview=interview,
         output={k: first.output.get(k, "") + rest.output.get(k, "") for k in ("stdout", "stderr")},
         timings={**rest.timings, **first.timings}, grader_version=first.grader_version,
-        integrity_review=tuple({(e.get("line"), e.get("construct")): e for e in
+        integrity_review=tuple({(e.line, e.construct): e for e in
                                 (*first.integrity_review, *rest.integrity_review)}.values()),
-        root_causes=tuple(sorted(causes.values(), key=lambda c: -c.get("points", 0.0))),
+        root_causes=tuple(sorted(causes.values(), key=lambda c: -c.points)),
         isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
         diagnosis_error="; ".join(e for e in (first.diagnosis_error, rest.diagnosis_error) if e),
         source_note=first.source_note, agreements=first.agreements, variant=first.variant,

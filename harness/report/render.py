@@ -23,7 +23,7 @@ from typing import Any, Callable, Final
 import click
 
 from harness.vocabulary import LEVELS
-from harness.report.model import CheckResult, Report
+from harness.report.model import CheckResult, Report, ReviewEntry, RootCause
 from harness.report.safety import markdown_code, markdown_fence, markdown_inline, one_line, printable
 from harness.report.saved_table import markdown_lines, saved_table, text_lines
 from harness.vocabulary import FAILING
@@ -58,7 +58,7 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False) -> 
     lines = _header(report, style)
     lines += _integrity(report, style)
     lines += _fix_first(report, style, verbose)
-    causes = {check: (i, cause) for i, cause in enumerate(report.root_causes, 1) for check in cause.get("checks", [])}
+    causes = {check: (i, cause) for i, cause in enumerate(report.root_causes, 1) for check in cause.checks}
     for level in LEVELS:
         checks = [c for c in report.checks if c.level == level]
         if checks:
@@ -100,13 +100,13 @@ def _integrity(report: Report, style: Callable[..., str]) -> list[str]:
         lines += ["", style("integrity review: a person must read these lines before the interview bar can pass",
                             fg="yellow", bold=True)]
         # Entries with the same reason share it: each line and construct is still named.
-        by_reason: dict[str, list[dict[str, Any]]] = {}
+        by_reason: dict[str, list[ReviewEntry]] = {}
         for entry in report.integrity_review:
-            by_reason.setdefault(str(entry["why"]), []).append(entry)
+            by_reason.setdefault(str(entry.why), []).append(entry)
         for why, entries in by_reason.items():
             for entry in entries:
-                where = f"line {entry['line']}" if entry.get("line") else "at run time"
-                lines.append(f"  - {where}: {one_line(str(entry['construct']))}")
+                where = f"line {entry.line}" if entry.line else "at run time"
+                lines.append(f"  - {where}: {one_line(str(entry.construct))}")
             lines += [style(f"      {part}", fg="bright_black") for part in _wrap(printable(why), 90)]
     return lines
 
@@ -121,32 +121,32 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
         return []
     lines = ["", style("Fix first", bold=True)]
     for i, cause in enumerate(report.root_causes, 1):
-        checks = list(cause.get("checks", []))
-        waiting = list(cause.get("waiting", []))
+        checks = list(cause.checks)
+        waiting = list(cause.waiting)
         count = (f"{len(checks)} failing check{'s' if len(checks) != 1 else ''}" if checks
                  else f"{len(waiting)} check{'s' if len(waiting) != 1 else ''} not attempted" if waiting
                  else "an integrity finding")
-        lost = f", {cause['points']:.1f} points" if cause.get("points") else ""
+        lost = f", {cause.points:.1f} points" if cause.points else ""
         lines.append(style(f"  {i}. {one_line(_cause_name(cause))}", bold=True) + f"  ({count}{lost})")
         if i > CAUSES_IN_FULL and not verbose:
             continue
-        lines += [f"     {part}" for part in _wrap(printable(str(cause.get("explanation", ""))))]
-        if cause.get("hint"):
-            lines += [style(f"     {part}", fg="cyan") for part in _wrap("hint: " + printable(str(cause["hint"])))]
-        if cause.get("snippet"):
+        lines += [f"     {part}" for part in _wrap(printable(str(cause.explanation)))]
+        if cause.hint:
+            lines += [style(f"     {part}", fg="cyan") for part in _wrap("hint: " + printable(str(cause.hint)))]
+        if cause.snippet:
             lines.append(style("     reproduce:", bold=True))
-            lines += [f"       {printable(line)}" for line in cause["snippet"].splitlines()]
+            lines += [f"       {printable(line)}" for line in cause.snippet.splitlines()]
         if checks:
             shown = ", ".join(checks[:4]) + (f" and {len(checks) - 4} more" if len(checks) > 4 else "")
             lines.append(style(f"     explains: {shown}", fg="bright_black"))
     return lines
 
 
-def _cause_name(cause: dict[str, Any]) -> str:
-    return str(cause.get("name") or cause.get("bug") or "unnamed cause")
+def _cause_name(cause: RootCause) -> str:
+    return str(cause.name or cause.bug or "unnamed cause")
 
 
-def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[str, tuple[int, dict[str, Any]]],
+def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[str, tuple[int, RootCause]],
            style: Callable[..., str], verbose: bool) -> list[str]:
     totals = report.levels.get(level, {"score": 0.0, "max_score": 0.0})
     counts = Counter(c.outcome for c in checks)
@@ -242,14 +242,14 @@ def _output(report: Report, style: Callable[..., str]) -> list[str]:
 def _last_line(report: Report, style: Callable[..., str]) -> str:
     line = style(f"score {report.score:.1f}/{report.max_score:.1f}", bold=True) + f"  [{report.status}]"
     interview = report.interview
-    if interview:
-        verdict = "passed" if interview.get("passed") else "not passed"
-        why = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
-        if interview.get("gates_failed"):
-            why.append("gates failed: " + ", ".join(interview["gates_failed"]))
-        if interview.get("gates_not_attempted"):
-            why.append("gates not attempted: " + ", ".join(interview["gates_not_attempted"]))
-        if interview.get("needs_review"):
+    if interview is not None:
+        verdict = "passed" if interview.passed else "not passed"
+        why = [f"core {interview.core_score:.1f} of {interview.bar:.1f} needed"]
+        if interview.gates_failed:
+            why.append("gates failed: " + ", ".join(interview.gates_failed))
+        if interview.gates_not_attempted:
+            why.append("gates not attempted: " + ", ".join(interview.gates_not_attempted))
+        if interview.needs_review:
             why.append("needs a person's review")
         line += f"  interview bar: {verdict} ({'; '.join(why)})"
     return line
@@ -307,25 +307,25 @@ def render_markdown(report: Report, colour: bool = False, verbose: bool = False)
         lines += ["", "### Integrity review", "",
                   "Not proof of cheating, but the interview bar waits until a person has read these lines:", ""]
         for entry in report.integrity_review:
-            where = f"line {entry['line']}" if entry.get("line") else "at run time"
-            lines.append(f"- **{where}**: {markdown_inline(str(entry['construct']))}: "
-                         f"{markdown_inline(str(entry['why']))}")
+            where = f"line {entry.line}" if entry.line else "at run time"
+            lines.append(f"- **{where}**: {markdown_inline(str(entry.construct))}: "
+                         f"{markdown_inline(str(entry.why))}")
     if report.diagnosis_error:
         lines += ["", "### Root causes", "", f"None: {markdown_inline(report.diagnosis_error)}. Every verdict and "
                   "the score stand.", ""]
     if report.root_causes:
         lines += ["", "### Root causes (fix the first first)", ""]
         for i, cause in enumerate(report.root_causes, 1):
-            checks = cause.get("checks", [])
+            checks = cause.checks
             lines += [f"{i}. **{markdown_inline(_cause_name(cause))}** "
                       f"({len(checks)} failing check{'s' if len(checks) != 1 else ''}"
-                      + (f", {cause['points']:.1f} points" if cause.get("points") else "") + ")", ""]
-            if cause.get("explanation"):
-                lines += [f"   {markdown_inline(str(cause['explanation']))}", ""]
-            if cause.get("hint"):
-                lines += [f"   *Hint:* {markdown_inline(str(cause['hint']))}", ""]
-            if cause.get("snippet"):
-                lines += ["   " + line for line in markdown_fence(cause["snippet"], "python")] + [""]
+                      + (f", {cause.points:.1f} points" if cause.points else "") + ")", ""]
+            if cause.explanation:
+                lines += [f"   {markdown_inline(str(cause.explanation))}", ""]
+            if cause.hint:
+                lines += [f"   *Hint:* {markdown_inline(str(cause.hint))}", ""]
+            if cause.snippet:
+                lines += ["   " + line for line in markdown_fence(cause.snippet, "python")] + [""]
             if checks:
                 lines += ["   Explains: " + ", ".join(markdown_code(c) for c in checks), ""]
     rows = concept_table(report)
@@ -358,14 +358,14 @@ def _markdown_summary(report: Report) -> list[str]:
              f"isolation {report.isolation}" + (f", sha256 `{report.source_sha256[:12]}`" if report.source_sha256
                                                  else "") + ")", ""]
     interview = report.interview
-    if interview:
-        verdict = "passed" if interview.get("passed") else "not passed"
-        facts = [f"core {interview['core_score']:.1f} of {interview['bar']:.1f} needed"]
-        if interview.get("gates_failed"):
-            facts.append("gates failed: " + ", ".join(f"`{g}`" for g in interview["gates_failed"]))
-        if interview.get("gates_not_attempted"):
-            facts.append("gates not attempted: " + ", ".join(f"`{g}`" for g in interview["gates_not_attempted"]))
-        if interview.get("needs_review"):
+    if interview is not None:
+        verdict = "passed" if interview.passed else "not passed"
+        facts = [f"core {interview.core_score:.1f} of {interview.bar:.1f} needed"]
+        if interview.gates_failed:
+            facts.append("gates failed: " + ", ".join(f"`{g}`" for g in interview.gates_failed))
+        if interview.gates_not_attempted:
+            facts.append("gates not attempted: " + ", ".join(f"`{g}`" for g in interview.gates_not_attempted))
+        if interview.needs_review:
             facts.append("needs review (see below)")
         lines += [f"Interview bar: **{verdict}** ({'; '.join(facts)})", ""]
     levels = " · ".join(f"{level} {v['score']:.1f}/{v['max_score']:.1f}" for level, v in report.levels.items())

@@ -12,6 +12,7 @@ import yaml
 
 from harness.agreements import Agreements, agreements_from_mapping
 from harness.errors import HarnessError
+from harness.report.model import Interview
 from harness.vocabulary import FAILING, LEVELS
 
 __all__ = ["Rubric", "load_rubric", "DEFAULT_RUBRIC"]
@@ -49,7 +50,7 @@ class Rubric:
         return points
 
     def interview(self, core: Mapping[str, float] | None, checks: Sequence[Any], *, graded: bool,
-                  needs_review: bool, excused: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+                  needs_review: bool, excused: frozenset[str] | set[str] = frozenset()) -> Interview | None:
         """The interview verdict: the core level's score against the bar, and whether a person must read the code.
 
         ``checks`` are the scored results; only the core level decides the interview. A gate
@@ -58,7 +59,7 @@ class Rubric:
         ``excused`` (not required by the agreements, or not credited in the graded variant).
         """
         if core is None:
-            return {}
+            return None
         bar = self.interview_bar * core["max_score"]
         gates = [c for c in checks if c.level == "core" and c.outcome != "passed" and c.id not in excused
                  and any(fnmatch.fnmatchcase(c.id, gate) for gate in self.gates)]
@@ -67,8 +68,9 @@ class Rubric:
         gates_waiting = [c.id for c in gates if c.id not in gates_failed]
         passed = (graded and core["score"] >= bar - 1e-9 and not gates_failed and not gates_waiting
                   and not needs_review)
-        return {"passed": passed, "bar": round(bar, 2), "core_score": round(core["score"], 2),
-                "needs_review": needs_review, "gates_failed": gates_failed, "gates_not_attempted": gates_waiting}
+        return Interview(passed=passed, bar=round(bar, 2), core_score=round(core["score"], 2),
+                         needs_review=needs_review, gates_failed=tuple(gates_failed),
+                         gates_not_attempted=tuple(gates_waiting))
 
 
 def load_rubric(path: Path | None = None) -> Rubric:

@@ -1,7 +1,7 @@
 """A batch as tables: the summary (one row per submission), CSV, JUnit XML and Gradescope results.
 
-Everything here reads JSON reports (``Report.to_dict()``), as written to a batch's
-``results/`` folder, so a resumed batch renders results it did not grade itself.
+Everything here reads ``Report``s; a batch reads them back from its ``results/`` folder
+(``Report.from_dict``), so a resumed batch renders results it did not grade itself.
 Candidate text is escaped for each format: formulas in CSV, markup in XML.
 """
 
@@ -15,9 +15,9 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.vocabulary import LEVELS
+from harness.report.model import CheckResult, Report
 from harness.report.safety import printable
-from harness.vocabulary import FAILING
+from harness.vocabulary import FAILING, LEVELS
 
 __all__ = ["summarise", "summary_row", "render_csv", "render_junit", "gradescope_results", "gradescope_output",
            "parse_visibility", "relative_snippets", "CSV_COLUMNS", "VISIBILITIES"]
@@ -28,49 +28,48 @@ CSV_COLUMNS = ("id", "status", "score", "max_score", "interview_passed", "needs_
 """The fixed leading columns; per-level and per-concept points, root causes, hash, duration and message follow."""
 
 
-def summary_row(sid: str, report: Mapping[str, Any]) -> dict[str, Any]:
-    """One submission's line of the summary, from its JSON report."""
-    interview = report.get("interview") or {}
-    checks = report.get("checks") or []
+def summary_row(sid: str, report: Report) -> dict[str, Any]:
+    """One submission's line of the summary (as JSON rounds it: a row read back from JSON is the same)."""
+    interview = report.interview
     concepts: dict[str, float] = {}
-    for c in checks:
-        concepts[c["concept"]] = round(concepts.get(c["concept"], 0.0) + c["points"], 2)
-    timings = report.get("timings") or {}
+    for c in report.checks:
+        concepts[c.concept] = round(concepts.get(c.concept, 0.0) + round(c.points, 2), 2)
+    timings = {k: round(v, 3) for k, v in report.timings.items()}
     return {
         "id": sid,
-        "file": report.get("file", ""),
-        "status": report["status"],
-        "message": report.get("message", ""),
-        "score": report["score"],
-        "max_score": report["max_score"],
-        "interview_passed": interview.get("passed"),
-        "needs_review": interview.get("needs_review", False),
-        "gates_failed": list(interview.get("gates_failed", [])),
-        "review_flags": len(report["integrity"].get("review", [])),
-        "violations": len(report["integrity"]["violations"]),
-        "checks_failed": sum(c["outcome"] in FAILING for c in checks),
-        "levels": {level: v["score"] for level, v in report["levels"].items()},
+        "file": report.file,
+        "status": report.status,
+        "message": report.message,
+        "score": round(report.score, 2),
+        "max_score": round(report.max_score, 2),
+        "interview_passed": interview.passed if interview is not None else None,
+        "needs_review": interview.needs_review if interview is not None else False,
+        "gates_failed": list(interview.gates_failed) if interview is not None else [],
+        "review_flags": len(report.integrity_review),
+        "violations": len(report.integrity_violations),
+        "checks_failed": sum(c.outcome in FAILING for c in report.checks),
+        "levels": {level: round(v["score"], 2) for level, v in report.levels.items()},
         "concepts": concepts,
         # a catalogued bug by its id; a failure no catalogued bug explains by its name
-        "root_causes": [str(cause.get("bug") or cause.get("name") or "") for cause in report.get("root_causes", [])],
-        "source_sha256": report.get("source_sha256", ""),
+        "root_causes": [str(cause.key or "") for cause in report.root_causes],
+        "source_sha256": report.source_sha256,
         "seconds": timings.get("wall", timings.get("total", 0.0)),
     }
 
 
-def summarise(reports: Mapping[str, Mapping[str, Any]], *, settings: Mapping[str, Any],
+def summarise(reports: Mapping[str, Report], *, settings: Mapping[str, Any],
               similarity: Sequence[Mapping[str, Any]] = (), pending: Sequence[str] = ()) -> dict[str, Any]:
     """The summary of a batch: its settings, the maximum row, one row per report (in the given order),
     per-concept pass rates over the graded submissions, similar pairs, and what was left ungraded."""
     rows = [summary_row(sid, report) for sid, report in reports.items()]
     maximum: dict[str, Any] = {"score": 0.0, "levels": {}, "concepts": {}}
     for report in reports.values():
-        maximum["score"] = max(maximum["score"], report["max_score"])
-        for level, v in report["levels"].items():
-            maximum["levels"][level] = max(maximum["levels"].get(level, 0.0), v["max_score"])
+        maximum["score"] = max(maximum["score"], round(report.max_score, 2))
+        for level, v in report.levels.items():
+            maximum["levels"][level] = max(maximum["levels"].get(level, 0.0), round(v["max_score"], 2))
         per_concept: dict[str, float] = {}
-        for c in report.get("checks") or []:
-            per_concept[c["concept"]] = per_concept.get(c["concept"], 0.0) + c["max_points"]
+        for c in report.checks:
+            per_concept[c.concept] = per_concept.get(c.concept, 0.0) + round(c.max_points, 2)
         for concept, points in per_concept.items():
             maximum["concepts"][concept] = round(max(maximum["concepts"].get(concept, 0.0), points), 2)
     counts = {status: sum(r["status"] == status for r in rows)
@@ -90,17 +89,17 @@ def summarise(reports: Mapping[str, Mapping[str, Any]], *, settings: Mapping[str
     }
 
 
-def concept_rates(reports: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def concept_rates(reports: Iterable[Report]) -> dict[str, dict[str, Any]]:
     """Per concept over the graded submissions: how many passed every check of it, and the share of its checks passed.
 
     A check not attempted counts as not passed: a cohort that skips a concept misses it.
     """
     rates: dict[str, dict[str, Any]] = {}
-    graded = [r for r in reports if r["status"] == "graded"]
+    graded = [r for r in reports if r.status == "graded"]
     for report in graded:
         by_concept: dict[str, list[str]] = {}
-        for c in report["checks"]:
-            by_concept.setdefault(c["concept"], []).append(c["outcome"])
+        for c in report.checks:
+            by_concept.setdefault(c.concept, []).append(c.outcome)
         for concept, outcomes in by_concept.items():
             entry = rates.setdefault(concept, {"candidates": 0, "all_passed": 0, "checks": 0, "checks_passed": 0})
             entry["candidates"] += 1
@@ -162,7 +161,7 @@ def _xml_text(text: Any) -> str:
     return _XML_ILLEGAL.sub("\ufffd", str(text))
 
 
-def render_junit(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]) -> str:
+def render_junit(summary: Mapping[str, Any], reports: Mapping[str, Report]) -> str:
     """JUnit XML: one test suite per submission, one test case per check.
 
     A submission that could not be graded (or broke integrity) is one test case of
@@ -173,22 +172,22 @@ def render_junit(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, 
         report = reports[row["id"]]
         suite = ET.SubElement(suites, "testsuite", name=_xml_text(row["id"]))
         cases = []
-        if report["status"] != "graded":
+        if report.status != "graded":
             case = ET.SubElement(suite, "testcase", classname=_xml_text(row["id"]), name="grade")
-            why = report.get("message") or "; ".join(report["integrity"]["violations"]) or report["status"]
-            ET.SubElement(case, "error", type=report["status"], message=_xml_text(why.splitlines()[0] if why else ""))
+            why = report.message or "; ".join(report.integrity_violations) or report.status
+            ET.SubElement(case, "error", type=report.status, message=_xml_text(why.splitlines()[0] if why else ""))
             cases.append("error")
-        for c in report.get("checks") or []:
-            case = ET.SubElement(suite, "testcase", classname=_xml_text(f"{row['id']}.{c['level']}"),
-                                 name=_xml_text(c["id"]), time=f"{c.get('seconds', 0.0):.3f}")
-            message = _xml_text(c["message"].splitlines()[0] if c["message"] else c["outcome"])
-            if c["outcome"] == "failed":
+        for c in report.checks:
+            case = ET.SubElement(suite, "testcase", classname=_xml_text(f"{row['id']}.{c.level}"),
+                                 name=_xml_text(c.id), time=f"{round(c.seconds, 3):.3f}")
+            message = _xml_text(c.message.splitlines()[0] if c.message else c.outcome)
+            if c.outcome == "failed":
                 ET.SubElement(case, "failure", type="failed", message=message).text = _xml_text(_check_text(c))
-            elif c["outcome"] in ("error", "timeout"):
-                ET.SubElement(case, "error", type=c["outcome"], message=message).text = _xml_text(_check_text(c))
-            elif c["outcome"] in ("not_attempted", "skipped"):
+            elif c.outcome in ("error", "timeout"):
+                ET.SubElement(case, "error", type=c.outcome, message=message).text = _xml_text(_check_text(c))
+            elif c.outcome in ("not_attempted", "skipped"):
                 ET.SubElement(case, "skipped", message=message)
-            cases.append(c["outcome"])
+            cases.append(c.outcome)
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(cases.count("failed")))
         suite.set("errors", str(sum(o in ("error", "timeout") for o in cases)))
@@ -197,10 +196,10 @@ def render_junit(summary: Mapping[str, Any], reports: Mapping[str, Mapping[str, 
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def _check_text(check: Mapping[str, Any]) -> str:
+def _check_text(check: CheckResult) -> str:
     """A failing check's message, worst element, snippet and hint as plain text."""
-    lines = [check["message"]]
-    details = check.get("details") or {}
+    lines = [check.message]
+    details = check.details
     worst = details.get("worst") or {}
     if worst.get("index") is not None:
         lines.append(f"worst element {worst.get('index')}: got {worst.get('got')}, expected {worst.get('expected')}")
@@ -228,11 +227,11 @@ def parse_visibility(rules: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _visibility(check: Mapping[str, Any], rules: Sequence[tuple[str, str]]) -> str:
+def _visibility(check: CheckResult, rules: Sequence[tuple[str, str]]) -> str:
     """The last rule whose pattern matches the check's id, level or concept decides; visible by default."""
     chosen = "visible"
     for pattern, visibility in rules:
-        if any(fnmatch.fnmatchcase(str(check.get(key, "")), pattern) for key in ("id", "level", "concept")):
+        if any(fnmatch.fnmatchcase(key, pattern) for key in (check.id, check.level, check.concept)):
             chosen = visibility
     return chosen
 
@@ -246,7 +245,7 @@ def relative_snippets(text: str) -> str:
     return _SNIPPET_PATH.sub(lambda m: f"{m.group(1)}{os.path.basename(m.group(3))!r}", text)
 
 
-def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """A Gradescope ``results.json`` for one submission: one test per check, plain-text output only.
 
     The top-level output is what the student reads first: the score and the interview bar,
@@ -255,21 +254,21 @@ def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str
     its file name. ``visibility`` rules (``parse_visibility``) set each test's visibility.
     """
     tests = []
-    for c in report.get("checks") or []:
-        text = _check_text(c) if c["outcome"] in FAILING else c["message"]
+    for c in report.checks:
+        text = _check_text(c) if c.outcome in FAILING else c.message
         tests.append({
-            "name": f"{c['id']}: {c['title']}",
-            "score": c["points"],
-            "max_score": c["max_points"],
-            "status": "passed" if c["outcome"] == "passed" else "failed",
+            "name": f"{c.id}: {c.title}",
+            "score": round(c.points, 2),
+            "max_score": round(c.max_points, 2),
+            "status": "passed" if c.outcome == "passed" else "failed",
             "output": relative_snippets(printable(text)),
             "output_format": "text",
             "visibility": _visibility(c, visibility),
-            "tags": [c["level"], c["concept"]],
+            "tags": [c.level, c.concept],
         })
     return {
-        "score": report["score"],
-        "max_score": report["max_score"],
+        "score": round(report.score, 2),
+        "max_score": round(report.max_score, 2),
         "output": relative_snippets(printable(gradescope_output(report))),
         "output_format": "text",
         "test_output_format": "text",
@@ -279,34 +278,35 @@ def gradescope_results(report: Mapping[str, Any], visibility: Sequence[tuple[str
     }
 
 
-def gradescope_output(report: Mapping[str, Any]) -> str:
+def gradescope_output(report: Report) -> str:
     """The top of a student's Gradescope page, in plain text."""
-    lines = [f"{report['status']}: score {report['score']:.1f} of {report['max_score']:.1f}"]
-    interview = report.get("interview") or {}
-    if interview:
-        verdict = "passed" if interview.get("passed") else "not passed"
-        why = [f"core {interview.get('core_score', 0.0):.1f} of {interview.get('bar', 0.0):.1f} needed"]
-        if interview.get("gates_failed"):
-            why.append("gates failed: " + ", ".join(map(str, interview["gates_failed"])))
-        if interview.get("needs_review"):
+    # Rounded as the JSON report is first: the page reads the same from a report and from its JSON.
+    lines = [f"{report.status}: score {round(report.score, 2):.1f} of {round(report.max_score, 2):.1f}"]
+    interview = report.interview
+    if interview is not None:
+        verdict = "passed" if interview.passed else "not passed"
+        why = [f"core {interview.core_score:.1f} of {interview.bar:.1f} needed"]
+        if interview.gates_failed:
+            why.append("gates failed: " + ", ".join(map(str, interview.gates_failed)))
+        if interview.needs_review:
             why.append("needs a person's review")
         lines.append(f"interview bar: {verdict} ({'; '.join(why)})")
-    if report.get("message"):
-        lines += ["", str(report["message"])]
-    violations = report["integrity"]["violations"]
+    if report.message:
+        lines += ["", report.message]
+    violations = report.integrity_violations
     if violations:
         lines += ["", "integrity violation (the score is 0): torch's autograd was used"]
         lines += [f"  - {v}" for v in violations]
-    causes = report.get("root_causes") or []
+    causes = report.root_causes
     if causes:
         lines += ["", "Fix first"]
         for i, cause in enumerate(causes, 1):
-            checks = list(cause.get("checks", []))
-            lines.append(f"{i}. {cause.get('name', '')} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
-            if cause.get("explanation"):
-                lines.append(f"   {cause['explanation']}")
-            if cause.get("hint"):
-                lines.append(f"   hint: {cause['hint']}")
-            if i == 1 and cause.get("snippet"):
-                lines += ["   reproduce:", *(f"     {line}" for line in str(cause["snippet"]).splitlines())]
+            checks = list(cause.checks)
+            lines.append(f"{i}. {cause.name} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
+            if cause.explanation:
+                lines.append(f"   {cause.explanation}")
+            if cause.hint:
+                lines.append(f"   hint: {cause.hint}")
+            if i == 1 and cause.snippet:
+                lines += ["   reproduce:", *(f"     {line}" for line in cause.snippet.splitlines())]
     return "\n".join(lines)

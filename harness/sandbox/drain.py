@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import selectors
 import threading
-import time
 from typing import Any
 
 __all__ = ["Drain", "OUTPUT_CAP"]
@@ -24,6 +23,8 @@ class Drain:
     def __init__(self) -> None:
         self._selector = selectors.DefaultSelector()
         self._lock = threading.Lock()
+        self._stream_closed = threading.Condition(self._lock)
+        """Notified when a stream reaches its end: a killed worker's output is complete at once."""
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
@@ -45,10 +46,9 @@ class Drain:
 
     def text(self, key: Any, stream: str, wait: float = 0.0) -> str:
         """What ``stream`` of ``key`` wrote so far; ``wait`` seconds for the writers to close it first."""
-        deadline = time.monotonic() + wait
-        while wait and (key, stream) in self._open and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with self._lock:
+        with self._stream_closed:
+            if wait:
+                self._stream_closed.wait_for(lambda: (key, stream) not in self._open, timeout=wait)
             data = bytes(self._kept.get((key, stream), b""))
             dropped = self._dropped.get((key, stream), 0)
         text = data.decode(errors="replace")
@@ -65,6 +65,7 @@ class Drain:
                     os.close(fd)
                 self._kept.pop(entry, None)
                 self._dropped.pop(entry, None)
+            self._stream_closed.notify_all()
 
     def close(self) -> None:
         with self._lock:
@@ -86,6 +87,7 @@ class Drain:
                     for fd in self._open.values():
                         os.close(fd)
                     self._open.clear()
+                    self._stream_closed.notify_all()
                     self._selector.close()
                     os.close(self._wake_r)
                     os.close(self._wake_w)
@@ -113,6 +115,7 @@ class Drain:
             self._selector.unregister(fd)
             os.close(fd)
             self._open.pop(entry, None)
+            self._stream_closed.notify_all()  # _run holds the lock
             return
         kept = self._kept[entry]
         room = OUTPUT_CAP - len(kept)

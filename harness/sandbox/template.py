@@ -46,13 +46,15 @@ _MIB = 1024 * 1024
 
 def main(fd: int) -> None:
     channel = socket.socket(fileno=fd)
+    gc.disable()  # the import's objects are never garbage: full collections while it runs only cost time
     import torch
 
     # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
     torch.set_num_threads(1)
     from harness.sandbox import evaluator, zygote  # noqa: F401  -- imported once, inherited by every worker
 
-    gc.freeze()  # the import's objects are never garbage: keep every later collection short
+    gc.freeze()  # and keep every later collection short
+    gc.enable()
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and are reaped by the kernel

@@ -3,11 +3,13 @@
 import io
 
 from harness.batch.progress import Progress
+from harness.report.model import Interview, Report, ReviewEntry
 
 
 def _report(status="graded", score=6.0, passed=True, review=(), message=""):
-    return {"status": status, "score": score, "max_score": 10.0, "message": message,
-            "interview": {"passed": passed, "needs_review": bool(review)}, "integrity": {"review": list(review)}}
+    return Report(file="s.py", status=status, score=score, max_score=10.0, levels={}, checks=(), message=message,
+                  interview=Interview(passed=passed, bar=8.0, core_score=score, needs_review=bool(review)),
+                  integrity_review=tuple(review))
 
 
 def test_piped_one_line_per_submission():
@@ -15,7 +17,7 @@ def test_piped_one_line_per_submission():
     progress = Progress(3, stream=out, live=False)
     progress.finished("ann", _report())
     progress.finished("bo", _report("error", 0.0, False, message="importing raised \x1b[2J\x07boom\nsecond line"))
-    progress.finished("cy", _report(review=[{"line": 3}]))
+    progress.finished("cy", _report(review=[ReviewEntry(3, "c", "w")]))
     progress.close()
     assert out.getvalue().splitlines() == [
         "[1/3] ann: graded, 6/10, interview passed",
@@ -32,7 +34,7 @@ def test_the_status_line_counts_failures_and_review_flags():
     line = progress.line()
     assert line.startswith("[" + "#" * 6 + "." * 18 + "]") and "1/4" in line and "ETA --:--" in line
     progress.finished("a", _report("timeout", 0, False))
-    progress.finished("b", _report(review=[{"line": 1}]))
+    progress.finished("b", _report(review=[ReviewEntry(1, "c", "w")]))
     line = progress.line()
     assert "3/4" in line and "failures 1" in line and "review 1" in line and "ETA --:--" not in line
     assert line.startswith("[" + "#" * 18 + "." * 6 + "]")

@@ -62,8 +62,8 @@ def test_a_dask_cluster_gives_the_local_results(tmp_path):
 def test_a_worker_of_another_version_refuses(tmp_path):
     graded = grade_task("ann", "subs/ann.py", "subs/ann.py", b"x = 1\n", "", {"level": "core"},
                         {"specs": [], "rubric": None}, "0.0.0-other", True)
-    assert graded.report["status"] == "error" and graded.report["file"] == "subs/ann.py"
-    assert graded.report["message"].startswith("the Dask worker runs grader 0.1.0, the batch 0.0.0-other")
+    assert graded.report.status == "error" and graded.report.file == "subs/ann.py"
+    assert graded.report.message.startswith("the Dask worker runs grader 0.1.0, the batch 0.0.0-other")
 
 
 def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from harness.batch.pools import LocalPool
 from harness.batch.runner import BatchInterrupted, run_batch, settings_record
 from harness.cli import main
 from harness.grade import GradeOptions
-from harness.report.model import CheckResult, Report
+from harness.report.model import CheckResult, Interview, Report
 
 
 
@@ -51,8 +51,8 @@ def fake(monkeypatch):
                             "", score, 10.0)
         return Report(file=str(path), status="graded", score=score, max_score=10.0,
                       levels={"core": {"score": score, "max_score": 10.0}}, checks=(check,), grader_version="0.1.0",
-                      interview={"passed": score >= 8, "bar": 8.0, "core_score": score, "needs_review": False,
-                                 "gates_failed": []}, source_sha256=grading.source_sha256(Path(path)))
+                      interview=Interview(passed=score >= 8, bar=8.0, core_score=score),
+                      source_sha256=grading.source_sha256(Path(path)))
 
     class FakeSource:
         def __init__(self, options):

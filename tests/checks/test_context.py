@@ -127,3 +127,24 @@ def test_the_timeout_that_spends_the_budget_stops_the_requests_still_running():
         shared.add_timeout(1.0)  # already spent: nothing is stopped twice
         assert sorted(sandbox.killed) == [1, 2]
     assert shared.busy == set()
+
+
+class _Printed:
+    def __init__(self, text: str) -> None:
+        self.text, self.read = text, 0
+
+    def output(self) -> dict[str, str]:
+        self.read += 1
+        return {"stdout": self.text, "stderr": ""}
+
+
+def test_retired_workers_output_is_read_once_in_the_order_they_were_retired():
+    from harness.checks.context import Shared
+
+    shared = Shared(deadline=float("inf"))
+    first, second = _Printed("first\n"), _Printed("second\n")
+    shared.retired(first)
+    shared.retired(second)
+    assert (first.read, second.read) == (0, 0)  # nothing waits for a killed worker's pipes meanwhile
+    assert shared.output == {"stdout": "first\nsecond\n", "stderr": ""}
+    assert shared.output["stdout"] == "first\nsecond\n" and (first.read, second.read) == (1, 1)

@@ -33,14 +33,14 @@ def _id(entry: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(launcher) -> Callable[[dict[str, Any]], Report]:
+def graded(launcher, reads_back) -> Callable[[dict[str, Any]], Report]:
     """The report of an entry's engine, graded once for the whole module."""
     done: dict[str, Report] = {}
 
     def run(entry: dict[str, Any]) -> Report:
         if entry["file"] not in done:
             options = GradeOptions(**{**OPTIONS, **(entry.get("options") or {})})
-            done[entry["file"]] = grade(CORPUS / entry["file"], options, launcher)
+            done[entry["file"]] = reads_back(grade(CORPUS / entry["file"], options, launcher))
         return done[entry["file"]]
 
     return run
@@ -83,10 +83,10 @@ def _problems(entry: dict[str, Any], report: Report) -> list[str]:
     for check_id, text in (entry.get("messages") or {}).items():
         if text not in checks[check_id].message:
             found.append(f"{check_id}'s message {checks[check_id].message!r} does not say {text!r}")
-    if report.interview["passed"] != entry["interview_passed"]:
-        found.append(f"interview passed is {report.interview['passed']}, expected {entry['interview_passed']}")
-    if report.interview["gates_failed"] != entry["gates_failed"]:
-        found.append(f"gates failed are {report.interview['gates_failed']}, expected {entry['gates_failed']}")
+    if report.interview.passed != entry["interview_passed"]:
+        found.append(f"interview passed is {report.interview.passed}, expected {entry['interview_passed']}")
+    if list(report.interview.gates_failed) != entry["gates_failed"]:
+        found.append(f"gates failed are {report.interview.gates_failed}, expected {entry['gates_failed']}")
     return found
 
 

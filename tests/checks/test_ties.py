@@ -44,4 +44,4 @@ def test_ties_accept_every_convention_and_fail_double_counting(name, launcher, t
     for cid in failing:
         assert "the full gradient to every tied element" in outcomes[cid].message
         first = report.root_causes[0]
-        assert (first["op"], first["symptom"]) == (cid.removeprefix("extensions.ties."), "tied_all"), first["name"]
+        assert (first.op, first.symptom) == (cid.removeprefix("extensions.ties."), "tied_all"), first.name

@@ -83,14 +83,14 @@ def test_every_corpus_file_has_an_expectation():
 
 
 @pytest.fixture(scope="module")
-def reports(launcher):
-    return {name: grade(CORPUS / name, GradeOptions(max_examples=20), launcher) for name in EXPECTED}
+def reports(launcher, reads_back):
+    return {name: reads_back(grade(CORPUS / name, GradeOptions(max_examples=20), launcher)) for name in EXPECTED}
 
 
 def _said(cause: dict) -> set:
-    if cause.get("symptom") == "missing_member":
+    if cause.symptom == "missing_member":
         return {("*", None, "missing_member")}
-    return {cause["bug"]} if cause["bug"] else {(cause.get("op"), cause.get("operand"), cause.get("symptom"))}
+    return {cause.bug} if cause.bug else {(cause.op, cause.operand, cause.symptom)}
 
 
 def test_no_file_crashes_the_grader_or_its_diagnosis(reports):
@@ -119,6 +119,6 @@ def test_the_first_root_cause_names_the_planted_bug(reports):
             continue
         causes = reports[name].root_causes
         first = _said(causes[0]) if causes else set()
-        (named if first & expected else missed).append((name, causes[0]["name"] if causes else None))
+        (named if first & expected else missed).append((name, causes[0].name if causes else None))
     # The target: at least 95% of the single-bug engines.
     assert len(named) >= 0.95 * (len(named) + len(missed)), missed

@@ -38,13 +38,13 @@ def sandbox():
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[Path(e["file"]).stem for e in ENTRIES])
-def test_first_root_cause_is_the_planted_bug(entry, sandbox):
+def test_first_root_cause_is_the_planted_bug(entry, sandbox, reads_back):
     planted = bug(entry["bug"])
     levels = LEVELS[: LEVELS.index(planted.level) + 1]
-    report = grade(CORPUS / entry["file"], GradeOptions(levels=levels, max_examples=30), sandbox)
-    causes = [cause["bug"] for cause in report.root_causes]
+    report = reads_back(grade(CORPUS / entry["file"], GradeOptions(levels=levels, max_examples=30), sandbox))
+    causes = [cause.bug for cause in report.root_causes]
     assert causes and causes[0] == planted.id, f"root causes: {causes}"
-    explained = report.root_causes[0]["checks"]
+    explained = report.root_causes[0].checks
     for check in report.checks:
         if check.id in explained:
             assert check.diagnosis[0] == planted.id, check.id

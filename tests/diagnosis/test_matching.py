@@ -171,13 +171,13 @@ def test_failures_are_grouped_by_bug_the_engines_structure_first_then_by_points(
     ]
     graded, causes = diagnose(results, points={"a": 1.0, "b": 1.0, "c": 5.0, "d": 0.5})
     # Accumulation is the engine's structure: it comes before an op's rule whatever the points.
-    assert [(c["bug"], c["checks"], c["points"]) for c in causes] == [
-        ("overwrite", ["a", "b"], 2.0), ("relu_grad_at_zero", ["c"], 5.0), (None, ["d"], 0.5)]
-    assert causes[1]["snippet"] == "# c" and causes[1]["hint"] == BUGS[[b.id for b in BUGS].index(
+    assert [(c.bug, c.checks, c.points) for c in causes] == [
+        ("overwrite", ("a", "b"), 2.0), ("relu_grad_at_zero", ("c",), 5.0), (None, ("d",), 0.5)]
+    assert causes[1].snippet == "# c" and causes[1].hint == BUGS[[b.id for b in BUGS].index(
         "relu_grad_at_zero")].hint
     # Garbage gradients of x * x: the op and operand are named, the relation is not.
-    assert causes[2]["name"] == "`a * b`: the gradient of `a` is wrong, in no simple relation to the right one"
-    assert (causes[2]["op"], causes[2]["operand"], causes[2]["symptom"]) == ("mul", "a", "wrong_rule")
+    assert causes[2].name == "`a * b`: the gradient of `a` is wrong, in no simple relation to the right one"
+    assert (causes[2].op, causes[2].operand, causes[2].symptom) == ("mul", "a", "wrong_rule")
     diagnosis = {r.id: r.diagnosis for r in graded}
     assert diagnosis["a"][0] == "overwrite" and diagnosis["c"][0] == "relu_grad_at_zero"
     assert diagnosis["d"] == () and diagnosis["e"] == ()
@@ -187,8 +187,8 @@ def test_an_integrity_finding_names_its_bug_first():
     results = [_failed("a", X_PLUS_X, replay(X_PLUS_X, load_mutant("overwrite")))]
     _, causes = diagnose(results, ["at run time: x.grad carries torch autograd history (requires_grad or grad_fn)"],
                          points={"a": 9.0})
-    assert [c["bug"] for c in causes] == ["grad_has_history", "overwrite"]
-    assert causes[0]["checks"] == [] and causes[0]["snippet"] == ""
+    assert [c.bug for c in causes] == ["grad_has_history", "overwrite"]
+    assert causes[0].checks == () and causes[0].snippet == ""
 
 
 # ---- the conventions judging forgives ------------------------------------------------------
@@ -218,7 +218,7 @@ def test_matching_forgives_a_one_element_result_exactly_as_judging_does():
     failing = [CheckResult(f"c{i}", "core", "accumulation", "t", "failed", "wrong",
                            evidence=Evidence(p, obs, expected)) for i, obs in enumerate([shape_1])]
     _, causes = diagnose(failing)
-    assert causes[0]["bug"] == "overwrite" or causes[0]["symptom"] == "overwritten", causes[0]["name"]
+    assert causes[0].bug == "overwrite" or causes[0].symptom == "overwritten", causes[0].name
 
 
 def test_matching_still_tells_a_one_element_gradient_of_the_wrong_shape():

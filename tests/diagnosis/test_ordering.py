@@ -29,11 +29,11 @@ def test_a_missing_core_method_is_the_first_thing_to_fix(launcher, tmp_path):
     report = grade(path, GradeOptions(levels=("core",), max_examples=10), launcher)
     first = report.root_causes[0]
     waiting = [c.id for c in report.checks if c.outcome == "not_attempted" and "__matmul__" in c.message]
-    assert waiting and first["waiting"] == waiting
-    assert first["name"] == f"implement `__matmul__`: {len(waiting)} core checks wait for it"
+    assert waiting and list(first.waiting) == waiting
+    assert first.name == f"implement `__matmul__`: {len(waiting)} core checks wait for it"
     interview = report.interview
-    assert interview["gates_failed"] == [] and interview["gates_not_attempted"]
-    assert not interview["passed"]
+    assert interview.gates_failed == () and interview.gates_not_attempted
+    assert not interview.passed
     assert "gates not attempted: " in render_text(report).splitlines()[-1]
 
 
@@ -44,9 +44,9 @@ def test_watch_and_a_plain_grade_give_the_same_diagnosis(launcher):
     core = grade(path, dataclasses.replace(options, levels=("core",)), launcher)
     rest = grade(path, dataclasses.replace(options, levels=("followups",)), launcher)
     watched = rediagnose(combine(core, rest), options)
-    assert [c["name"] for c in watched.root_causes] == [c["name"] for c in plain.root_causes]
-    assert [sorted(c["checks"]) for c in watched.root_causes] == [sorted(c["checks"]) for c in plain.root_causes]
-    assert plain.root_causes[0]["bug"] == "recursive_topo"
+    assert [c.name for c in watched.root_causes] == [c.name for c in plain.root_causes]
+    assert [sorted(c.checks) for c in watched.root_causes] == [sorted(c.checks) for c in plain.root_causes]
+    assert plain.root_causes[0].bug == "recursive_topo"
 
 
 def test_a_class_under_another_name_is_suggested_from_the_source(tmp_path):
@@ -83,4 +83,4 @@ def test_the_graders_own_sum_is_never_the_candidates_bug(launcher, tmp_path):
     summed = [c for c in report.checks if "the grader sums this one-element output" in c.message]
     assert summed and all(c.outcome == "not_attempted" for c in summed)
     waiting = [c.id for c in report.checks if c.outcome == "not_attempted"]
-    assert report.root_causes[0]["name"] == f"implement `sum`: {len(waiting)} core checks wait for it"
+    assert report.root_causes[0].name == f"implement `sum`: {len(waiting)} core checks wait for it"

@@ -68,7 +68,7 @@ def test_the_diagnosis_and_every_renderer_are_total_over_the_matrix(diagnosed):
         assert error == "", (mutation, error)
         assert causes, mutation
         for cause in causes:
-            assert {"bug", "name", "hint", "checks", "op", "operand", "symptom"} <= set(cause), (mutation, cause)
+            assert {"bug", "name", "hint", "checks", "op", "operand", "symptom"} <= set(cause.to_dict()), (mutation, cause)
         report = Report(file="x.py", status="graded", score=0.0, max_score=1.0, levels={}, checks=tuple(failing),
                         root_causes=causes)
         for fmt in FORMATS:
@@ -79,10 +79,10 @@ def test_a_wrong_gradient_is_named_by_its_op_and_operand(diagnosed):
     named, missed = Counter(), []
     for mutation, (_, causes, _) in diagnosed.items():
         first = causes[0]
-        if first["op"] == mutation[0] and first["operand"] == "ab"[mutation[1]]:
+        if first.op == mutation[0] and first.operand == "ab"[mutation[1]]:
             named[mutation[2]] += 1
-        elif first["bug"] is None:
-            missed.append((mutation, first["name"]))
+        elif first.bug is None:
+            missed.append((mutation, first.name))
     # The sign, a factor and dropped gradients are named wherever they show; a few mutations
     # are indistinguishable from another op's on the graphs at hand (``a - a``), or are
     # catalogued bugs of the same concept (an overwrite), which the diagnosis names first.
@@ -92,10 +92,10 @@ def test_a_wrong_gradient_is_named_by_its_op_and_operand(diagnosed):
 
 def test_a_sign_flip_outside_the_catalogue_reads_as_what_it_is(diagnosed):
     _, causes, _ = diagnosed[("sub", 1, "sign")]
-    assert causes[0]["name"] == "`a - b`: the gradient of `b` has the wrong sign: got -g where +g is right"
-    assert (causes[0]["op"], causes[0]["operand"], causes[0]["symptom"]) == ("sub", "b", "sign")
+    assert causes[0].name == "`a - b`: the gradient of `b` has the wrong sign: got -g where +g is right"
+    assert (causes[0].op, causes[0].operand, causes[0].symptom) == ("sub", "b", "sign")
     _, causes, _ = diagnosed[("pow", 0, "factor")]
-    assert causes[0]["symptom"] == "scaled" and "factor of 5/2" in causes[0]["name"]
+    assert causes[0].symptom == "scaled" and "factor of 5/2" in causes[0].name
 
 
 GROUPS = (("sign", "transposed", "at_input"), ("factor", "upstream", "unreduced"),

@@ -53,9 +53,9 @@ def test_the_cause_is_a_requires_grad_one_with_the_node_that_raised():
                          evidence=Evidence(program, _raised("h = x * w"), program.run_torch()))
     _, causes = diagnose([result])
     (cause,) = causes
-    assert (cause["op"], cause["operand"], cause["symptom"], cause["concept"]) == (
+    assert (cause.op, cause.operand, cause.symptom, cause.concept) == (
         "mul", "b", "raises_without_grad", "requires_grad")
-    assert cause["name"] == ("`a * b`: the backward rule raises TypeError when `b` does not require grad (its .grad "
+    assert cause.name == ("`a * b`: the backward rule raises TypeError when `b` does not require grad (its .grad "
                              "is None)")
 
 

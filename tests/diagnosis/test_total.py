@@ -28,8 +28,8 @@ def test_a_pow_bug_no_catalogued_bug_explains_is_graded_and_named(launcher, tmp_
     report = grade(path, GradeOptions(levels=("extensions",), max_examples=10), launcher)
     assert report.status == "graded" and exit_code(report) == 1 and not report.diagnosis_error
     first = report.root_causes[0]
-    assert (first["op"], first["operand"], first["symptom"]) == ("pow", "a", "sign"), first["name"]
-    assert first["name"].startswith("`a ** ")
+    assert (first.op, first.operand, first.symptom) == ("pow", "a", "sign"), first.name
+    assert first.name.startswith("`a ** ")
 
 
 def test_a_fault_in_the_diagnosis_keeps_the_verdicts(launcher, tmp_path, monkeypatch):

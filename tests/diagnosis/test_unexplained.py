@@ -47,8 +47,8 @@ def _broadcast_error() -> CheckResult:
                        "Read `grade explain broadcasting`."}, evidence=Evidence(program, obs, program.run_torch()))
 
 
-def _causes_of(check: str, causes) -> list[dict]:
-    return [c for c in causes if check in c["checks"]]
+def _causes_of(check: str, causes) -> list:
+    return [c for c in causes if check in c.checks]
 
 
 def test_an_accumulation_bug_on_the_timing_graph_is_charged_to_that_bug():
@@ -57,19 +57,19 @@ def test_an_accumulation_bug_on_the_timing_graph_is_charged_to_that_bug():
     assert wrong.tolist() != [128.0, 128.0]
     checks, causes = diagnose([_linear_time(wrong), _broadcast_error()])
     (cause,) = _causes_of("core.linear_time", causes)
-    assert cause["bug"] == "overwrite" and "spec:followups.broadcast.bias_row" not in cause["checks"]
-    assert "visited" not in cause["hint"]
+    assert cause.bug == "overwrite" and "spec:followups.broadcast.bias_row" not in cause.checks
+    assert "visited" not in cause.hint
     assert dict((r.id, r.diagnosis) for r in checks)["core.linear_time"] == ("overwrite",)
 
 
 def test_a_wrong_gradient_no_bug_reproduces_is_titled_as_one_not_by_the_checks_concept():
     checks, causes = diagnose([_linear_time(torch.tensor([5.0, -3.0], dtype=torch.float64)), _broadcast_error()])
     (cause,) = _causes_of("core.linear_time", causes)
-    assert cause["checks"] == ["core.linear_time"]  # not grouped with the broadcasting error
-    assert cause["name"] == "wrong gradients around x0 + x1", cause["name"]
-    assert "visited" not in cause["hint"] and "broadcast" not in cause["hint"]
+    assert cause.checks == ("core.linear_time",)  # not grouped with the broadcasting error
+    assert cause.name == "wrong gradients around x0 + x1", cause.name
+    assert "visited" not in cause.hint and "broadcast" not in cause.hint
     (other,) = _causes_of("spec:followups.broadcast.bias_row", causes)
-    assert other["name"] == "exceptions around x0 + x1"
+    assert other.name == "exceptions around x0 + x1"
 
 
 class _Probe:
@@ -100,7 +100,7 @@ def test_a_wrong_gradient_in_the_memory_probe_is_charged_to_its_bug_not_to_memor
                          details=failed.value.details, evidence=failed.value.evidence)
     checks, causes = diagnose([result])
     assert checks[0].diagnosis == ("overwrite",)
-    assert [c["bug"] for c in causes] == ["overwrite"]
+    assert [c.bug for c in causes] == ["overwrite"]
 
 
 def test_a_hang_is_titled_as_a_hang():
@@ -113,5 +113,5 @@ def test_a_hang_is_titled_as_a_hang():
                          "5 s (the process was killed)", details={"hint": "Read `grade explain properties`."},
                          evidence=Evidence(program, None, program.run_torch()))
     _, causes = diagnose([result])
-    assert [c["name"] for c in causes] == ["no answer in time on graphs around x0 + x1"]
-    assert "loop" in causes[0]["hint"]
+    assert [c.name for c in causes] == ["no answer in time on graphs around x0 + x1"]
+    assert "loop" in causes[0].hint

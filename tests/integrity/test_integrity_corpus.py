@@ -175,7 +175,7 @@ def test_a_review_verdict_keeps_the_score_but_not_the_interview_bar(sandbox):
     path = CHEATS / "finite_differences.py"
     report = grade(path, QUICK, sandbox=sandbox)
     assert report.status == "graded" and report.score > 0  # the grade is computed as usual
-    assert report.interview["passed"] is False and report.interview["needs_review"] is True
+    assert report.interview.passed is False and report.interview.needs_review is True
     data = json.loads(render_json(report))
     lines = [entry["line"] for entry in data["integrity"]["review"]]
     accuracy, cost = (entry["why"] for entry in data["integrity"]["review"])
@@ -205,20 +205,20 @@ def test_proof_seen_only_at_run_time_scores_zero(sandbox):
     report = grade(CHEATS / "thread_unwrapped_engine.py", QUICK, sandbox=sandbox)
     assert (report.status, exit_code(report), report.score) == ("integrity_violation", 4, 0.0)
     assert "at run time: called torch.autograd.grad (line 61)" in report.integrity_violations
-    assert report.interview["passed"] is False
+    assert report.interview.passed is False
 
 
 def test_a_lookalike_passes_the_interview_bar(sandbox):
     report = grade(LOOKALIKES / "metaprogramming_ops.py", QUICK, sandbox=sandbox)
     assert (report.status, exit_code(report), report.integrity_violations, report.integrity_review) == (
         "graded", 0, (), ())
-    assert report.interview["passed"] is True and report.interview["needs_review"] is False
+    assert report.interview.passed is True and report.interview.needs_review is False
 
 
 def test_a_resolved_autograd_call_in_code_that_never_ran_is_a_review_entry(sandbox):
     report = grade(CHEATS / "unused_torch_check.py", QUICK, sandbox=sandbox)
     assert (report.status, exit_code(report), report.integrity_violations) == ("graded", 0, ())
-    assert report.score > 0 and report.interview["passed"] is False
+    assert report.score > 0 and report.interview.passed is False
     # compare_with_torch (lines 66-72) is never called: its two resolved calls are lines for a person to read.
-    assert [(e["line"], e["why"]) for e in report.integrity_review if e["why"] == NOT_RUN] == [(69, NOT_RUN),
+    assert [(e.line, e.why) for e in report.integrity_review if e.why == NOT_RUN] == [(69, NOT_RUN),
                                                                                              (70, NOT_RUN)]

@@ -78,7 +78,7 @@ def test_under_the_agreements_every_required_check_passes_and_the_bar_too(graded
     report = graded[TERMS]
     assert report.status == "graded" and exit_code(report) == 0
     assert not [c.id for c in report.checks if c.outcome in FAILING]
-    assert report.interview["passed"]
+    assert report.interview.passed
     excused = {c.id: c.message for c in report.checks if c.outcome == "skipped"}
     assert excused["followups.passes"] == f"{NOT_REQUIRED} (second_backward=overwrite)"
     assert excused["followups.broadcasting"] == excused["followups.properties"] == f"{NOT_REQUIRED} (broadcasting=no)"

@@ -49,7 +49,7 @@ def graded(launcher, tmp_path_factory):
 
 def test_a_function_solution_grades_under_the_variant(graded):
     report = graded["function"]
-    assert report.status == "graded" and exit_code(report) == 0 and report.interview["passed"]
+    assert report.status == "graded" and exit_code(report) == 0 and report.interview.passed
     outcomes = {c.id: c for c in report.checks}
     for not_its_own in ("core.accumulation", "core.order", "core.linear_time", "core.requires_grad"):
         assert outcomes[not_its_own].outcome == "skipped" and outcomes[not_its_own].max_points == 0
@@ -79,7 +79,7 @@ def test_the_backward_formulas_are_checked_through_torchs_engine(graded):
     report = graded["flipped"]
     failing = {c.id for c in report.checks if c.outcome in FAILING}
     assert {"core.properties", "core.grad_types"} <= failing
-    assert not report.interview["passed"]
+    assert not report.interview.passed
 
 
 def test_what_the_variant_allows():

@@ -1,16 +1,22 @@
-"""Every format in the registry, rendered from one small hand-built report.
+"""Every format in the registries, rendered from one small hand-built report (and a batch's formats from a
+made-up cohort, read back from JSON as a batch reads its rows).
 
-``CHECKED`` holds what each format must show; a format added to ``FORMATS`` without an entry
-here fails ``test_every_format_is_checked``.
+``CHECKED`` and ``BATCH_CHECKED`` hold what each format must show; a format added to ``FORMATS`` or
+``BATCH_FORMATS`` without an entry here fails ``test_every_format_is_checked``.
 """
 
+import csv
+import io
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
+from made_up_cohort import cohort
 
 from harness.report.files import SUFFIXES, write_formats
-from harness.report.formats import FORMATS, render
+from harness.report.formats import BATCH_FORMATS, FORMATS, render
 from harness.report.model import CheckResult, Report
+from harness.report.tables import summarise
 
 REPORT = Report(
     file="solution.py", status="graded", score=6.0, max_score=10.0,
@@ -49,8 +55,33 @@ def _gradescope(out: str) -> None:
 CHECKED = {"text": _text, "json": _json, "markdown": _markdown, "gradescope": _gradescope}
 
 
+def _csv(out: str) -> None:
+    rows = list(csv.reader(io.StringIO(out)))
+    assert [row[:4] for row in rows[1:3]] == [["(maximum)", "", "10.0", "10.0"], ["ada", "graded", "10.0", "10.0"]]
+
+
+def _html(out: str) -> None:
+    assert out.startswith("<!doctype html>") and 'id="c-bert"' in out and "overwrite instead of accumulate" in out
+
+
+def _junit(out: str) -> None:
+    suites = {s.get("name"): s for s in ET.fromstring(out.encode())}
+    assert (suites["bert"].get("tests"), suites["bert"].get("failures")) == ("2", "1")
+    assert suites["=evil"].find("testcase").get("name") == "grade"  # a row that was not graded: one error
+
+
+BATCH_CHECKED = {"csv": _csv, "html": _html, "junit": _junit}
+
+
 def test_every_format_is_checked():
     assert set(CHECKED) == set(FORMATS)
+    assert set(BATCH_CHECKED) == set(BATCH_FORMATS)
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_FORMATS))
+def test_batch_format_renders_the_cohort(name):
+    reports = cohort()
+    BATCH_CHECKED[name](BATCH_FORMATS[name].render(summarise(reports, settings={}), reports))
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

@@ -51,7 +51,7 @@ import pytest
 import yaml
 
 from harness.grade import GradeOptions, grade
-from harness.report.model import OUTCOMES, STATUSES, exit_code
+from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
 from harness.report.render import render_json, render_markdown, render_text
 from harness.sandbox import Launcher, bubblewrap_missing
 
@@ -253,6 +253,8 @@ def _grade_here(run: Run, launcher: Launcher) -> None:
     report = grade(run.path, options, launcher)
     run.seconds = time.monotonic() - started
     run.data = report.to_dict()
+    if json.dumps(Report.from_dict(run.data).to_dict()) != json.dumps(run.data):
+        run.problems.append("its JSON report does not read back the same (Report.from_dict)")
     run.code = exit_code(report)
     run.texts = {"json": render_json(report), "text": render_text(report, False), "colour": render_text(report, True),
                  "markdown": render_markdown(report)}

@@ -1,6 +1,7 @@
 """The grader's side of the sandbox: the thread that drains every worker's output."""
 
 import os
+import threading
 import time
 
 from harness.sandbox.cleanup import remove_tree
@@ -70,3 +71,26 @@ def test_a_submissions_folder_is_removed_however_deep_and_locked(tmp_path):
     remove_tree(str(top))
     assert not top.exists()
     assert (tmp_path / "outside" / "keep").read_text() == "x"
+
+
+def test_waiting_for_a_stream_ends_when_its_writer_closes_it_not_on_a_poll():
+    # A killed worker's output is read once its pipes close; the reader wakes at the close.
+    drain = Drain()
+    try:
+        r, w = os.pipe()
+        drain.add("worker", "stdout", r)
+        os.write(w, b"last words")
+        closer = threading.Timer(0.05, os.close, (w,))
+        started = time.monotonic()
+        closer.start()
+        assert drain.text("worker", "stdout", wait=5) == "last words"
+        assert time.monotonic() - started < 2  # the close, not the five seconds
+        r2, w2 = os.pipe()
+        drain.add("open", "stdout", r2)
+        os.write(w2, b"partial")
+        started = time.monotonic()
+        assert drain.text("open", "stdout", wait=0.2) == "partial"  # a writer that stays: the wait runs out
+        assert time.monotonic() - started >= 0.2
+        os.close(w2)
+    finally:
+        drain.close()

@@ -5,9 +5,12 @@ process, so that side is tested in workers, through the corpora
 (``test_integrity_corpus.py``).
 """
 
+import gc
+import itertools
+
 import torch
 
-from harness.sandbox.autograd_guard import AutogradGuard, carries_autograd
+from harness.sandbox.autograd_guard import AutogradGuard, autograd_tensors, carries_autograd
 from harness.sandbox.tripwires import Tripwires
 
 
@@ -72,3 +75,17 @@ def test_emptying_the_record_does_not_erase_it():
     tripwires.flag("torch's autograd engine ran a backward pass")
     tripwires.violations.clear()
     assert tripwires.report({})["violations"] == ["torch's autograd engine ran a backward pass"]
+
+
+def test_the_census_of_tracked_tensors_counts_disguised_ones_and_ignores_a_replaced_itertools(monkeypatch):
+    before = autograd_tensors()
+    tracked = torch.ones(2, requires_grad=True)
+    disguised = (tracked * 2).as_subclass(_Innocent)
+    plain = [torch.ones(3) for _ in range(5)]
+    counted = autograd_tensors()
+    # The same count as asking every object the garbage collector tracks, one by one.
+    assert counted == sum(1 for obj in gc.get_objects() if carries_autograd(obj)) >= before + 2
+    # The census binds what it uses before any submission runs: replacing itertools later hides nothing.
+    monkeypatch.setattr(itertools, "compress", lambda data, selectors: iter(()))
+    assert autograd_tensors() == counted
+    del disguised, plain
