@@ -49,7 +49,6 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
 
 MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {
-    "harness.diagnosis.symptoms": "the rule mutations and the backward replay that finds one (new with issue 18)",
 }
 
 
@@ -183,7 +182,8 @@ TORCH_AT_IMPORT: dict[str, str] = {
     "harness.sandbox": "the worker runs the submission on torch (the grader's side of it is standard library only)",
     "harness.checks": "every check draws graphs, runs torch's oracle or judges tensors",
     "harness.diagnosis.matching": "replays the catalogue's mutant rules on torch tensors; imported only to diagnose",
-    "harness.diagnosis.symptoms": "mutates op rules and replays backward on torch tensors; imported only to diagnose",
+    "harness.diagnosis.symptoms": "measures factors and sizes of gradients on torch tensors; imported only to diagnose",
+    "harness.diagnosis.rule_replay": "mutates op rules and replays backward on torch tensors; imported only to diagnose",
 }
 """The only modules (or packages) that import torch when they are imported, and why. Anywhere else torch is
 imported inside the function that grades, or named lazily."""
