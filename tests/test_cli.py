@@ -44,18 +44,18 @@ def submission(tmp_path):
     ("passed", "integrity_violation", 4),
 ])
 def test_exit_code_follows_the_report(monkeypatch, invoke, submission, outcome, status, code):
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report(outcome, status))
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report(outcome, status))
     assert invoke(submission, "--format", "json").exit_code == code
 
 
 def test_options_reach_the_grader(monkeypatch, invoke, submission, tmp_path):
     seen = {}
 
-    def fake(path, options, sandbox):
-        seen.update(path=path, options=options)
+    def fake(submission, options, sandbox):
+        seen.update(path=submission.path, options=options)
         return _report()
 
-    monkeypatch.setattr(harness.grade, "grade", fake)
+    monkeypatch.setattr(harness.grade, "grade_submission", fake)
     specs = tmp_path / "specs"
     specs.mkdir()
     # A class the source does not define is refused from the source alone: this one defines Value.
@@ -68,8 +68,19 @@ def test_options_reach_the_grader(monkeypatch, invoke, submission, tmp_path):
         submission, "core", 7, "Value", (specs,), 30)
 
 
+def test_the_file_is_read_once_and_that_reading_is_graded(monkeypatch, invoke, submission):
+    reads, graded = [], []
+    real = harness.grade.read_submission
+    monkeypatch.setattr(harness.grade, "read_submission", lambda *a, **k: reads.append(a) or real(*a, **k))
+    monkeypatch.setattr(harness.grade, "grade_submission",
+                        lambda sub, options, sandbox: graded.append(sub) or _report())
+    assert invoke(submission, "--format", "json").exit_code == 0
+    assert len(reads) == 1
+    assert [(s.path, s.text) for s in graded] == [(submission, "class Tensor: pass\n")]
+
+
 def test_json_has_the_contract_fields(monkeypatch, invoke, submission):
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report("failed"))
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report("failed"))
     data = json.loads(invoke(submission, "--format", "json").stdout)
     assert {"status", "score", "max_score", "levels", "checks", "integrity"} <= set(data)
     assert set(data["checks"][0]) >= {"id", "level", "concept", "outcome", "points", "max_points", "message"}
@@ -79,14 +90,14 @@ def test_json_has_the_contract_fields(monkeypatch, invoke, submission):
 
 
 def test_text_report_ends_with_the_scores(monkeypatch, invoke, submission):
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report("failed"))
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report("failed"))
     lines = invoke(submission).stdout.splitlines()
     assert "FAIL core.accumulation" in "\n".join(lines)
     assert lines[-1].startswith("score 0.0/10.0  [graded]")
 
 
 def test_markdown_report_is_a_table(monkeypatch, invoke, submission):
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report("failed"))
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report("failed"))
     out = invoke(submission, "--format", "markdown").stdout
     assert "| core | `core.accumulation` | failed | 0.0/10.0 | a.grad differs |" in out
 
@@ -157,7 +168,7 @@ def test_an_invalid_spec_folder_is_a_one_line_error(invoke, submission, tmp_path
 
 def test_specs_add_to_the_shipped_library_and_only_specs_replace_it(monkeypatch, invoke, submission, tmp_path):
     seen = []
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: seen.append(options) or _report())
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: seen.append(options) or _report())
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "a.yaml").write_text("[]\n")

@@ -11,7 +11,8 @@ from harness.cli import main
 from harness.concepts import DEPTHS, concepts, explain_line
 from harness.diagnosis.catalogue import BUGS
 from harness.checks.registry import Check
-from harness.grade import GradeOptions, _run_check, planned_checks
+from harness.checks.run import run_check
+from harness.grade import GradeOptions, planned_checks
 from harness.ops import OPS
 
 INTERVIEW_TOPICS = ("order", "routing", "pooling", "matmul", "broadcasting", "embedding", "saved_tensors",
@@ -88,9 +89,8 @@ def test_a_failing_checks_hint_ends_with_the_explain_line():
 
     planned = Check("core.x", "core", "accumulation", "t", "Add every contribution with +=", frozenset(),
                     5.0, run)
-    result = _run_check(planned, _ctx(), GradeOptions(), {})
+    result = run_check(planned, _ctx(), {})
     assert result.details["hint"] == "Add every contribution with +=. Read `grade explain accumulation`."
     assert result.details["hint"].endswith(explain_line(result.concept))
-    passing = _run_check(Check("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None),
-                         _ctx(), GradeOptions(), {})
+    passing = run_check(Check("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None), _ctx(), {})
     assert "hint" not in passing.details

@@ -27,8 +27,9 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     # programs and their comparison, the concepts, the interview's terms, and the result model
     # with the escaping of the candidate's text it carries.
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
-                             "harness.compare", "harness.lazy_modules", "harness.concepts", "harness.agreements", "harness.notebooks",
-                             "harness.report", "harness.report.model", "harness.report.safety")),
+                             "harness.compare", "harness.lazy_modules", "harness.concepts", "harness.agreements",
+                             "harness.notebooks", "harness.report", "harness.report.model", "harness.report.safety",
+                             "harness.options")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
     ("integrity (static)", ("harness.preflight", "harness.integrity.*")),
     # Running the submission: the grader's side, the worker and its tripwires, the task's variants
@@ -37,20 +38,17 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("checks", ("harness.checks.*",)),
     ("specs", ("harness.specs.*",)),
     ("diagnosis", ("harness.diagnosis.*",)),
-    ("scoring", ("harness.report.rubric",)),
-    # grade.py composes the stages above into a Report.
-    ("composing", ("harness.grade",)),
+    ("scoring", ("harness.report.rubric", "harness.report.score")),
+    # grade.py composes the stages above into a Report: the plan, and the grader's own process made safe first.
+    ("composing", ("harness.grade", "harness.plan", "harness.protection")),
     # Renderers read the result model; nothing in the pipeline imports them.
     ("renderers", ("harness.report.*",)),
-    ("sessions", ("harness.batch.*", "harness.practice")),
+    ("sessions", ("harness.batch.*", "harness.practice", "harness.watch")),
     ("command line", ("harness.cli.*",)),
 ]
 
 MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {
-    "harness.grade": "still more than composing: preflight and the rubric run twice (issue 16)",
-    "harness.checks.context": "verdicts, evidence and the context checks run in (issue 16: options at construction)",
-    "harness.diagnosis.symptoms": "the rule mutations and the backward replay that finds one (new with issue 18)",
 }
 
 
@@ -184,7 +182,8 @@ TORCH_AT_IMPORT: dict[str, str] = {
     "harness.sandbox": "the worker runs the submission on torch (the grader's side of it is standard library only)",
     "harness.checks": "every check draws graphs, runs torch's oracle or judges tensors",
     "harness.diagnosis.matching": "replays the catalogue's mutant rules on torch tensors; imported only to diagnose",
-    "harness.diagnosis.symptoms": "mutates op rules and replays backward on torch tensors; imported only to diagnose",
+    "harness.diagnosis.symptoms": "measures factors and sizes of gradients on torch tensors; imported only to diagnose",
+    "harness.diagnosis.rule_replay": "mutates op rules and replays backward on torch tensors; imported only to diagnose",
 }
 """The only modules (or packages) that import torch when they are imported, and why. Anywhere else torch is
 imported inside the function that grades, or named lazily."""
@@ -280,7 +279,7 @@ def test_the_reader_sees_every_kind_of_import():
     """The rules above are only as good as the reader: it must see lazy and string imports."""
     edges = imports(modules())
     assert "harness.cli.batch" in edges["harness.cli.group"]       # the lazy subcommands, by string
-    assert "harness.checks.probes" in edges["harness.grade"]       # an import inside a function
+    assert "harness.checks.run" in edges["harness.grade"]          # an import inside a function
     assert "harness.sandbox.channel" in edges["harness.sandbox.evaluator"]
 
 

@@ -25,6 +25,7 @@ from harness.checks.context import Shared
 from harness.grade import GradeOptions, grade, planned_checks
 from harness.ops import OPS
 from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
+from harness.sandbox import Launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "tests" / "solutions"
@@ -293,7 +294,8 @@ def test_grading_the_same_file_twice_gives_the_same_report(graded):
     # A file whose failures include a shrunk hypothesis counterexample, and none that depends on a clock.
     path = SOLUTIONS / "overwrite_grad.py"
     first = graded(path).to_dict()
-    second = grade(path, GradeOptions(**FAST)).to_dict()
+    with Launcher() as own:  # a template of its own: nothing carried over from the first grade's
+        second = grade(path, GradeOptions(**FAST), own).to_dict()
     assert _without_timings(second) == _without_timings(first)
 
 

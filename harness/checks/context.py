@@ -1,8 +1,9 @@
 """What a check works with: a worker running the submission, and the oracle.
 
 A check asks the ``Context`` to run a program or a probe on the candidate's
-engine and gets back an ``Observation`` of plain values. Verdicts (the
-comparisons with torch) are made here, in the grader's process.
+engine and gets back an ``Observation`` (``observation.py``) of plain values.
+Verdicts (the comparisons with torch) are made here, in the grader's process;
+which outcome a check's ending means is ``run.py``'s.
 
 Each check judges only its own concept (``judge``'s ``parts``): the gradients
 of leaves that torch gives a gradient, unless the check is about None-ness or
@@ -17,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -25,8 +26,9 @@ import torch
 
 from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, compare, dtype_mismatch, looser,
                              tolerance_for)
+from harness.checks.observation import Observation, decoded, describe_error
 from harness.integrity.evidence import from_reply, functions_run
-from harness.program import Outcome, Program, Step, decode_tensor
+from harness.program import Outcome, Program, Step
 from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
 from harness.report.safety import one_line
 
@@ -81,97 +83,13 @@ class NotAttempted(CheckEnded):
     """The check does not apply: the candidate has nothing it could test."""
 
 
-@dataclass
-class Observation:
-    """What the candidate's engine produced for one program, decoded into torch tensors."""
-
-    values: dict[str, Any]
-    requires_grad: dict[str, Any]
-    grads: dict[str, Any]
-    leaf_data_unchanged: dict[str, bool]
-    error: dict[str, Any] | None
-    seconds: float
-    raw: dict[str, Any] = field(default_factory=dict)
-    cpu_seconds: float | None = None
-    """CPU time the worker spent on the request, read from the kernel by the grader (timed runs only)."""
-
-    def dtype(self, section: str, name: str) -> str | None:
-        """The dtype name the worker saw for ``name`` in ``values``, ``grads`` or ``leaf_data``."""
-        wire = (self.raw.get(section) or {}).get(name)
-        return wire.get("dtype") if isinstance(wire, dict) else None
-
-    def subclass(self, section: str, name: str) -> str | None:
-        wire = (self.raw.get(section) or {}).get(name)
-        return wire.get("subclass") if isinstance(wire, dict) else None
-
-
-def _decode(wire: Any) -> Any:
-    """A wire tensor -> torch tensor; None stays None; anything else stays a description."""
-    if wire is None:
-        return None
-    if isinstance(wire, dict) and "values" in wire:
-        return decode_tensor(wire, "float64" if wire.get("dtype") not in ("int64",) else "int64")
-    return wire
-
-
-def _unchanged(program: Program, after: dict[str, Any]) -> dict[str, bool]:
-    """Per leaf: is its .data after the run exactly what was sent? Judged here, not in the worker."""
-    out = {}
-    for leaf in program.leaves:
-        if leaf.raw or leaf.name not in after:
-            continue
-        got = _decode(after[leaf.name])
-        sent = leaf.value.to(torch.float64)
-        out[leaf.name] = isinstance(got, torch.Tensor) and got.shape == sent.shape and bool(
-            torch.equal(got.to(torch.float64), sent))
-    return out
-
-
-def _observation(program: Program, reply: dict[str, Any], seconds: float, cpu: float | None) -> Observation:
-    return Observation(
-        values={k: _decode(v) for k, v in reply.get("values", {}).items()},
-        requires_grad=dict(reply.get("requires_grad", {})),
-        grads={k: _decode(v) for k, v in reply.get("grads", {}).items()},
-        leaf_data_unchanged=_unchanged(program, reply.get("leaf_data", {})),
-        error=reply.get("error"),
-        seconds=seconds,
-        raw=reply,
-        cpu_seconds=cpu,
-    )
-
-
-def describe_error(error: dict[str, Any]) -> str:
-    """An exception from the candidate's code, with its place: the graph node and the submission's line.
-
-    ``RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x4 and 3x4), in backward of
-    `h = x @ w` (line 42: self.grad += out.grad @ other.data)``. One line whatever the worker sent:
-    its newlines and control characters are shown as escapes, so it cannot draw lines of a report.
-    """
-    where = one_line(str(error.get("where", "")))
-    kind, message = one_line(str(error.get("type", "Exception"))), one_line(str(error.get("message", "")))
-    text = f"{kind}: {message}".strip()
-    if error.get("type") == "NotImplementedError":
-        text = f"not implemented ({message or 'NotImplementedError'})"
-    node = error.get("node")
-    if node and where == "backward":
-        text += f", in backward of `{one_line(str(node))}`"
-    elif node and where.startswith("forward"):
-        text += f", in forward at `{one_line(str(node))}`"
-    elif where:
-        text += f" [in {where}]"
-    if error.get("line"):
-        source = error.get("source_line")
-        text += f" (line {error['line']}" + (f": {one_line(str(source))})" if source else ")")
-    return text
-
-
 class Shared:
     """What every lane of one grade shares: violations, output, and the time budgets."""
 
     TIMEOUT_BUDGET = 30.0
     """Seconds of timed-out requests after which the remaining checks are skipped."""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, *, trace_calls: bool = False) -> None:
         self.deadline = deadline
         self.violations: list[str] = []
         self.review: list[Any] = []
@@ -183,8 +101,8 @@ class Shared:
         self.lock = threading.Lock()
         self.busy: set[Worker] = set()
         """Workers answering a request right now: stopped when the timeout budget runs out."""
-        self.trace_calls = False
-        """Set when the scan found a violation: every worker records which of the submission's functions run."""
+        self.trace_calls = trace_calls
+        """When the scan found a violation: every worker records which of the submission's functions run."""
         self.ran: set[tuple[str, int]] = set()
         """The submission's functions that ran, as ``(name, first line)``: evidence of use for the scan."""
 
@@ -259,22 +177,26 @@ class Shared:
 class Context:
     """One submission in one sandbox. Checks call ``run``/``probe``; workers are forked as needed."""
 
-    def __init__(self, sandbox: Sandbox, path: Path, class_name: str, module_name: str, shared: Shared) -> None:
+    def __init__(self, sandbox: Sandbox, path: Path, class_name: str, module_name: str, shared: Shared, *,
+                 seed: int = 0, max_examples: int = 200, variant: str = "tensor",
+                 members: frozenset[str] = frozenset()) -> None:
         self.sandbox = sandbox
         self.path = path
         self.class_name = class_name
         self.module_name = module_name
         self.shared = shared
+        self.seed = seed
+        self.max_examples = max_examples
+        """Hypothesis examples for the core property check (the others draw a share of it)."""
+        self.variant = variant
+        """``function``: the worker also checks that every backward formula is the submission's own."""
+        self.members = frozenset(members)
+        """What the submission's class has (its first worker's hello): the checks ask for no more."""
         self._worker: Worker | None = None
         self._isolated = True
         self.check_deadline = float("inf")
-        self.members: set[str] = set()
-        self.seed = 0
-        self.max_examples = 200
         self.notes: dict[str, Any] = {}
         """Details a passing check leaves for the report (a table, say); cleared when a check begins."""
-        self.variant = "tensor"
-        """``function``: the worker also checks that every backward formula is the submission's own."""
 
     # ---- worker lifecycle: a fresh worker per check keeps checks independent ----
 
@@ -367,7 +289,7 @@ class Context:
         cpu_before = worker.cpu_seconds() if worker is not None else None
         reply = self.request(payload, timeout, what)
         cpu = worker.cpu_seconds() - cpu_before if worker is not None and cpu_before is not None else None
-        return _observation(program, reply, time.perf_counter() - started, cpu)
+        return decoded(program, reply, time.perf_counter() - started, cpu)
 
     def run_many(self, programs: Sequence[Program], *, timeout: float) -> list[Observation]:
         """Run ``programs`` in one request (each on fresh leaves): one observation per program, in order."""
@@ -379,7 +301,7 @@ class Context:
         if len(results) != len(programs):
             raise CandidateError(f"the worker answered {len(results)} of {len(programs)} graphs")
         seconds = (time.perf_counter() - started) / max(1, len(programs))
-        return [_observation(p, r, seconds, None) for p, r in zip(programs, results)]
+        return [decoded(p, r, seconds, None) for p, r in zip(programs, results)]
 
     def _variant(self) -> dict[str, str]:
         return {} if self.variant == "tensor" else {"variant": self.variant}

@@ -22,7 +22,6 @@ from harness.checks.context import CandidateError, Context, Failed, describe_err
 from harness.checks.registry import check
 from harness.checks.targeted import CORE_MEMBERS
 from harness.compare import DEFAULT_TOLERANCE, compare
-from harness.ops import OPS
 from harness.program import Leaf, Program, Step, decode_tensor
 
 __all__ = ["CASES", "NEEDS", "WHY", "Audit", "audit", "needed_nodes"]

@@ -370,7 +370,16 @@ def memory_release(ctx: Context) -> None:
     tol = tolerance_for(facts["x"].get("dtype", "float64"), transcendental=False)
     if not isinstance(got, dict) or "values" not in got or got.get("shape") != [4, 3] or compare(
             torch.tensor(got["values"], dtype=torch.float64).reshape(4, 3), x.grad, tol, "x.grad") is not None:
-        raise Failed("the gradient of x in the memory-release probe is wrong")
+        # A wrong gradient, not a kept graph: the probe's graph as evidence, for the diagnosis to name its bug.
+        program = _program({"x": (x.detach(), True), "w": (w, True)},
+                           [("a", "matmul", ["x", "w"]), ("h", "relu", ["a"]), ("k", "mul", ["h", "h"]),
+                            ("y", "sum", ["k"])])
+        grad = torch.tensor(got["values"], dtype=torch.float64).reshape(got["shape"]) if isinstance(got, dict) \
+            and "values" in got and "shape" in got else None
+        raise Failed("the gradient of x in the memory-release probe is wrong",
+                     hint="the probe's gradient is wrong before its memory is judged: fix the failing gradient "
+                          "checks first").with_evidence(
+            Evidence(program, Observation({}, {}, {"x": grad}, {}, None, 0.0), program.run_torch()))
     if facts.get("alive_after"):
         raise Failed(f"{facts['alive_after']} of 2 intermediate tensors are still alive after backward(): the "
                      "output keeps the whole graph (and its saved tensors) in memory")

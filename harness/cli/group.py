@@ -152,7 +152,7 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
             session = Practice(minutes=practice_minutes)
         _watch(path, options, fmt, colour, verbose, output_dir, session)
     try:
-        early = preflight(path, options, scan=False)  # no torch yet: the sandbox's import starts first
+        early = preflight(path, options)  # no torch yet: the sandbox's import starts first
     except HarnessError as exc:
         _fail(str(exc))
     if isinstance(early, Report):
@@ -160,10 +160,9 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     else:
         launcher = _launcher(isolation)
         try:
-            report = _grade(path, options, launcher)
+            report = _grade(early, options, launcher)
         finally:
-            if launcher is not None:
-                launcher.close()
+            launcher.close()
     click.echo(render(report, fmt, colour=colour, verbose=verbose, visibility=rules))
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
@@ -205,56 +204,32 @@ def _launcher(isolation: str) -> Any:
         _fail(f"{exc}; --require-sandbox refuses to grade without it")
 
 
-def _grade(path: Path, options: Any, sandbox: Any) -> Any:
-    from harness.grade import grade
+def _grade(submission: Any, options: Any, launcher: Any) -> Any:
+    from harness.grade import grade_submission
 
     _settle_after_imports()
     try:
-        return grade(path, options, sandbox)
+        return grade_submission(submission, options, launcher)
     except HarnessError as exc:
         _fail(str(exc))
 
 
 def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None,
            practice: Any = None) -> None:
-    """Grade on every save: the core level first (on screen in about a second), then the rest, and what changed.
-
-    The template stays warm between saves and the next submission's sandbox is opened
-    while the candidate edits, so a grade starts the moment the file changes.
-    """
-    import dataclasses
-
-    from harness.grade import grade, preflight, rediagnose
-    from harness.report.model import Report, combine
-    from harness.sandbox import Limits
+    """Grade on every save (``harness.watch``): the core level on screen first, then every level and what changed."""
+    from harness.report.model import Report
+    from harness.watch import Watch
 
     launcher = _launcher(options.isolation)
     _settle_after_imports()
-    limits = Limits(memory_mb=options.memory_mb)
-    spare = None
     previous: Report | None = None
-    try:
+    with launcher, Watch(launcher, options) as watch:
         while True:
             report: Report | None = None
             graded_stamp = _stamp(path)  # a save while this grade runs is graded next, not missed
             try:
-                early = preflight(path, options)
-                if isinstance(early, Report):
-                    report = early
-                else:
-                    box = spare or launcher.sandbox(limits)
-                    spare = None
-                    try:
-                        if options.level == "all":
-                            report = grade(path, dataclasses.replace(options, level="core"), box)
-                            _show(report, fmt, colour, verbose, previous, "grading the follow-ups and extensions...")
-                            rest = grade(path, dataclasses.replace(options, levels=("followups", "extensions")),
-                                         launcher)
-                            report = rediagnose(combine(report, rest), options)
-                        else:
-                            report = grade(path, options, box)
-                    finally:
-                        box.close()
+                report = watch.grade(path, lambda core: _show(core, fmt, colour, verbose, previous,
+                                                              "grading the follow-ups and extensions..."))
             except HarnessError as exc:
                 click.echo(f"error: {exc}", err=True)
             if report is not None:
@@ -264,12 +239,8 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
                 if output_dir is not None:
                     _write_formats(report, output_dir, path.stem)
                 previous = report
-            spare = launcher.sandbox(limits)
+            watch.prepare()
             _wait_for_change(path, practice, graded_stamp)
-    finally:
-        if spare is not None:
-            spare.close()
-        launcher.close()
 
 
 def _show(report: Any, fmt: str, colour: bool, verbose: bool, previous: Any, pending: str | None) -> None:

@@ -16,9 +16,10 @@ import functools
 import re
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.concepts import explain_line
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, explains_composed, describe, localise, operand_name
-from harness.diagnosis.matching import Match, agree, fails, match_evidence, match_signatures, match_violations
+from harness.diagnosis.matching import Match, alike, fails, match_evidence, match_signatures, match_violations
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult, RootCause
@@ -58,6 +59,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     the program it runs and torch's outcome) settles ties between bugs that explain the same
     failures: a bug whose mutant would fail a check this engine passed is the worse fit.
     """
+    results = [_with_torch_outcome(r) for r in results]
     passed = [r.id for r in results if r.outcome == "passed"]
     failing = [r for r in results if r.outcome in FAILING]
     replays: dict = {}
@@ -138,6 +140,24 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     return out, tuple(RootCause.from_dict(cause) for cause in causes)
 
 
+LARGEST_GRAPH = 20_000
+"""Steps of the largest failing graph whose torch outcome the diagnosis computes when its check did not."""
+
+
+def _with_torch_outcome(r: CheckResult) -> CheckResult:
+    """``r`` with torch's outcome in its evidence where the check had no need of it (a timing check's wide graph
+    whose gradient it knows in closed form): a wrong gradient there is then matched like any other."""
+    ev = r.evidence
+    if (r.outcome not in FAILING or ev is None or ev.expected is not None or ev.observation is None
+            or ev.observation.error is not None or len(ev.program.steps) > LARGEST_GRAPH):
+        return r
+    try:
+        expected = ev.program.run_torch()
+    except Exception:  # noqa: BLE001 -- then the failure is grouped as it was, without a replay
+        return r
+    return dataclasses.replace(r, evidence=dataclasses.replace(ev, expected=expected))
+
+
 def _group(matches: dict[str, list[Match]], contradictions: Callable[[str], int]) -> list[tuple[str, list[str]]]:
     """Greedy cover: the bug that is a best fit for the most failures takes them, then the next.
 
@@ -188,11 +208,14 @@ def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replay
         return finding is not None and finding.symptom != "wrong_rule" and contradicted(finding, program, expected)
 
     named = _composed(named)
+    # A group joins the cause with the most failures of its own among those that explain it: a bug seen on
+    # one probe is weaker evidence than one seen on many graphs.
+    by_evidence = sorted(named, key=lambda c: -len(c["checks"]))
     left = []
     for group in unnamed:
         program, expected = group.pop("_graph", (None, None))
         if program is not None and expected is not None:
-            owner = next((c for c in named if explains(c, program, expected)), None)
+            owner = next((c for c in by_evidence if explains(c, program, expected)), None)
             if owner is not None:
                 owner["checks"] = [*owner["checks"], *group["checks"]]
                 continue
@@ -299,7 +322,7 @@ def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult],
             continue
         op = _blamed_op(ev.program, ev.observation, ev.expected)
         if op is not None:
-            groups.setdefault(op, []).append(r)
+            groups.setdefault((op, _failed_how(r)), []).append(r)
     named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
     # One op and operand named in several ways, one of them "wrong in no simple way": a single cause,
     # named as most of its graphs show it (the vague name when as many show each).
@@ -329,25 +352,65 @@ def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult],
             "op": finding.op, "operand": operand_name(finding.op, finding.operand) if finding.operand is not None
             else None, "symptom": finding.symptom, "level": OPS[finding.op].level if finding.op in OPS else None,
         })
-    for op, members in groups.items():
+    for (op, how), members in groups.items():
         smallest = min(members, key=lambda r: _size(r.evidence.program))
         step = next((s for s in smallest.evidence.program.steps if s.op == op), None)
         names = [f"x{i}" for i in range(len(OPS[op].slots))] if op in OPS else []
         syntax = OPS[op].render(names, step.param_dict() if step is not None else None) if op in OPS else op
+        # Titled by what went wrong, not by the checks' concept: one wrong gradient fails checks of
+        # timing, memory and broadcasting alike, and their own hints are about something else.
+        concept = OPS[op].concept if how in _UNNAMED and op in OPS else smallest.concept
+        title, hint = _UNNAMED.get(how, ("{concept} failures around {syntax}", ""))
         causes.append({
             "bug": None,
-            "name": f"{smallest.concept} failures around {syntax}",
-            "concept": smallest.concept,
+            "name": title.format(concept=smallest.concept, syntax=syntax),
+            "concept": concept,
             "explanation": (f"No catalogued bug reproduces these failures. The op nearest to what goes wrong "
                             f"is {syntax}; the smallest failing graph is {smallest.evidence.program.summary()}, "
                             f"where {_first_line(smallest.message)}"),
-            "hint": smallest.details.get("hint", ""),
+            "hint": f"{hint.format(syntax=syntax)} {explain_line(concept)}" if hint else smallest.details.get("hint", ""),
             "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
             "op": op, "operand": None, "symptom": None, "level": OPS[op].level if op in OPS else None,
             "_graph": (smallest.evidence.program, smallest.evidence.expected),
         })
     return causes
+
+
+_UNNAMED: dict[str, tuple[str, str]] = {
+    "hang": ("no answer in time on graphs around {syntax}",
+             "the engine ran past the time limit on the graph below: look for a loop that never ends (a node "
+             "visited again and again, a while loop whose condition never changes)."),
+    "error": ("exceptions around {syntax}",
+              "run the reproduction below: the exception and the line it names are where to start."),
+    "gradient": ("wrong gradients around {syntax}",
+                 "the gradients that flow back through {syntax} differ from torch's in a way no single wrong rule "
+                 "reproduces: work its derivative out again and follow one gradient through the graph below."),
+    "value": ("wrong forward values around {syntax}",
+              "the forward pass computes a wrong value near {syntax}: check its formula on the graph below."),
+}
+"""Title and hint of a group no cause explains, by what went wrong (others: the checks' concept and hint)."""
+
+
+_HANG = re.compile(r"no answer within|time limit ran out|stopped unfinished")
+"""How a timed-out run reads in a check's message (the sandbox's words)."""
+
+
+def _failed_how(r: CheckResult) -> str:
+    """What went wrong in a failure with a graph: a hang, an exception, a wrong value or gradient, or else."""
+    ev = r.evidence
+    if r.outcome == "timeout" or (ev.observation is None and _HANG.search(r.message)):
+        return "hang"  # a property check reports a hang on its graph as an error with no observation
+    if ev.observation is None and r.outcome == "error" or ev.observation is not None and ev.observation.error:
+        return "error"
+    if ev.observation is None or ev.expected is None:
+        return "other"
+    obs, expected = ev.observation, ev.expected
+    if any(not alike(obs.values[s.name], expected.values[s.name]) for s in ev.program.steps if s.name in obs.values):
+        return "value"
+    if any(not alike(obs.grads[n], expected.grads.get(n)) for n in obs.grads if expected.grads.get(n) is not None):
+        return "gradient"
+    return "other"
 
 
 def _lone_op(program: Any, obs: Any, expected: Any) -> list[Finding]:
@@ -359,12 +422,12 @@ def _lone_op(program: Any, obs: Any, expected: Any) -> list[Finding]:
     if len(main) != 1:
         return []
     step = main[0]
-    if any(step.name in obs.values and not agree(obs.values[step.name], expected.values[step.name])
+    if any(step.name in obs.values and not alike(obs.values[step.name], expected.values[step.name])
            for step in program.steps):
         return []
     for slot, arg in enumerate(step.args):
         if isinstance(arg, str) and arg in obs.grads and expected.grads.get(arg) is not None \
-                and not agree(obs.grads.get(arg), expected.grads[arg]):
+                and not alike(obs.grads.get(arg), expected.grads[arg]):
             return [Finding(step.op, slot, "wrong_rule")]
     return []
 
@@ -390,10 +453,10 @@ def _blamed_op(program: Any, obs: Any, expected: Any) -> str | None:
     the first leaf with a wrong gradient (sum and + only when nothing else consumes it)."""
     if obs is not None and expected is not None and obs.error is None:
         for step in program.steps:
-            if step.name in obs.values and not agree(obs.values[step.name], expected.values[step.name]):
+            if step.name in obs.values and not alike(obs.values[step.name], expected.values[step.name]):
                 return step.op
         for leaf in program.leaves:
-            if leaf.name in obs.grads and not agree(obs.grads[leaf.name], expected.grads.get(leaf.name)):
+            if leaf.name in obs.grads and not alike(obs.grads[leaf.name], expected.grads.get(leaf.name)):
                 consumers = [s.op for s in program.steps if leaf.name in s.args]
                 plain = [op for op in consumers if op not in ("sum", "add")]
                 return (plain or consumers or [None])[0]

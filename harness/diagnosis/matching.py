@@ -22,13 +22,14 @@ from typing import Any, Iterable, Sequence
 import torch
 
 from harness.checks.context import Observation
-from harness.compare import same_values
+from harness.compare import as_zero_d, same_values
 from harness.diagnosis.catalogue import BUGS, INTEGRITY, Bug
 from harness.diagnosis.mutants import MUTANTS, load_mutant
 from harness.ops import OPS
 from harness.program import Outcome, Program
 
-__all__ = ["Match", "replay", "match_evidence", "match_signatures", "match_violations", "fails", "agree", "MAX_PATHS"]
+__all__ = ["Match", "replay", "match_evidence", "match_signatures", "match_violations", "fails", "agree", "alike",
+           "MAX_PATHS"]
 
 MAX_PATHS = 20_000
 """Replays of bugs that walk every path are skipped on graphs with more paths than this."""
@@ -124,25 +125,35 @@ def agree(a: Any, b: Any) -> bool:
     return a == b
 
 
+def alike(got: Any, want: Any) -> bool:
+    """Whether an observed quantity is torch's ``want`` as a check judges it: past the conventions judging forgives
+    (one element in size-1 axes where torch has a 0-d tensor, which ``core.conventions`` alone charges)."""
+    return agree(as_zero_d(got, want), want)
+
+
 def _quantities(program: Program, obs: Observation, expected: Outcome) -> list[tuple[str, str, Any, Any]]:
-    """(kind, name, candidate's, torch's) for everything the candidate observed, in the order a check reads them."""
+    """(kind, name, candidate's, torch's) for everything the candidate observed, in the order a check reads them;
+    the candidate's as judging sees it, past the conventions it forgives."""
     out: list[tuple[str, str, Any, Any]] = []
     for step in program.steps:
         if step.name in obs.values:
-            out.append(("values", step.name, obs.values[step.name], expected.values[step.name]))
+            want = expected.values[step.name]
+            out.append(("values", step.name, as_zero_d(obs.values[step.name], want), want))
     for step in program.steps:
         if step.name in obs.requires_grad:
             out.append(("requires_grad", step.name, obs.requires_grad[step.name], expected.requires_grad[step.name]))
     for leaf in program.leaves:
         if not leaf.raw and leaf.name in obs.grads:
-            out.append(("grads", leaf.name, obs.grads[leaf.name], expected.grads[leaf.name]))
+            want = expected.grads[leaf.name]
+            out.append(("grads", leaf.name, as_zero_d(obs.grads[leaf.name], want), want))
     for name, same in obs.leaf_data_unchanged.items():
         out.append(("leaf_data_unchanged", name, same, True))
     return out
 
 
-def _observed(obs: Observation, kind: str, name: str) -> Any:
-    return getattr(obs, kind).get(name)
+def _observed(obs: Observation, kind: str, name: str, want: Any) -> Any:
+    """A mutant's quantity, seen as the candidate's is (``_quantities``): past the conventions judging forgives."""
+    return as_zero_d(getattr(obs, kind).get(name), want)
 
 
 # ---- matching -------------------------------------------------------------------------------
@@ -261,11 +272,12 @@ def _value_fit(mobs: Observation, wrong: list, right: list) -> float | None:
     """None unless the mutant reproduces the first wrong quantity; then how much of the rest it reproduces."""
     if mobs.error is not None:
         return None
-    first_kind, first_name, first_got, _ = wrong[0]
-    if not agree(_observed(mobs, first_kind, first_name), first_got):
+    first_kind, first_name, first_got, first_want = wrong[0]
+    if not agree(_observed(mobs, first_kind, first_name, first_want), first_got):
         return None
-    w = sum(agree(_observed(mobs, kind, name), got) for kind, name, got, _ in wrong) / len(wrong)
-    r = sum(agree(_observed(mobs, kind, name), got) for kind, name, got, _ in right) / len(right) if right else 1.0
+    w = sum(agree(_observed(mobs, kind, name, want), got) for kind, name, got, want in wrong) / len(wrong)
+    r = (sum(agree(_observed(mobs, kind, name, want), got) for kind, name, got, want in right) / len(right)
+         if right else 1.0)
     return round(0.7 * w + 0.3 * r, 4)
 
 

@@ -5,10 +5,10 @@ explained here by a *rule mutation*: the gradient one op hands one of its operan
 changed in one of the ways candidates get it wrong (the sign flipped, scaled by a
 constant, transposed, the upstream gradient dropped, the derivative taken at the
 input instead of the output or the reverse, a broadcast not reduced or reduced over
-the wrong axis, only the last contribution kept). The graph is run backward here,
-in torch, one op at a time, with each candidate mutation in turn; the first that
-reproduces every gradient the candidate returned names the op, the operand and the
-symptom. A constant factor is measured, not guessed: the gradients are affine in it.
+the wrong axis, only the last contribution kept). The graph is run backward in
+torch, one op at a time, with each candidate mutation in turn (``rule_replay``); the
+first that reproduces every gradient the candidate returned names the op, the operand
+and the symptom. A constant factor is measured, not guessed: the gradients are affine in it.
 
 Everything runs in the grader's own process on torch tensors and the values the
 worker returned; no candidate code runs here.
@@ -21,8 +21,10 @@ from typing import Any, Callable, Final, Sequence
 
 import torch
 
-from harness.compare import same_values
-from harness.ops import OPS, TENSOR
+from harness.compare import as_zero_d
+from harness.diagnosis.rule_replay import (backward, close, first_path, forward, graded_leaves, matches, mutation_detail,
+                                           mutations)
+from harness.ops import OPS
 from harness.program import Outcome, Program, Step
 
 __all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
@@ -37,9 +39,8 @@ MAX_STEPS: Final = 12
 """Larger graphs (the timing probes, unshrunk searches) are not localised: the cost of trying every mutation
 grows with the ops of the graph, and a shrunk failing graph is smaller than this."""
 
-RTOL: Final = 1e-4
-ATOL: Final = 1e-6
-"""Close enough to be the same gradient: a float32 engine still agrees, a different rule does not."""
+REPLAY_STEPS: Final = 500
+"""Larger graphs are not replayed to test one finding: one replay costs a vector-Jacobian product per op."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "this value"),
     Symptom("raises", "raises {detail} in the forward pass on operands it must accept",
             "run the reproduction below: the op fails before any gradient is computed"),
+    Symptom("raises_without_grad", "the backward rule raises {detail} when {b} does not require grad (its .grad is None)",
+            "a tensor that does not require grad keeps .grad None: the rule must skip it (or never add to its None)",
+            concept="requires_grad"),
     Symptom("requires_grad_flag", "a result's requires_grad is not True exactly when one of its inputs requires grad",
             "set requires_grad on every result from its inputs (any of them requiring grad), and record the graph "
             "only then", concept="requires_grad"),
@@ -154,13 +158,15 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
 
 def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
     """Whether an engine with this wrong rule would get ``program`` wrong (so one that passes it lacks the rule)."""
-    if finding.symptom == "first_path" and len(program.steps) <= MAX_STEPS:
+    if finding.symptom == "first_path" and len(program.steps) <= REPLAY_STEPS:
         try:
-            grads = _first_path(program, _forward(program))
+            grads = first_path(program, forward(program))
         except (RuntimeError, ValueError, IndexError, TypeError):
             return False
-        return any(not _close(grads.get(n), expected.grads[n]) for n in _targets(program, expected))
-    if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > MAX_STEPS:
+        return any(not close(grads.get(n), expected.grads[n]) for n in graded_leaves(program, expected))
+    if finding.symptom == "raises_without_grad":
+        return _constant_operand(program, expected, finding.op, finding.operand) is not None
+    if finding.operand is None or finding.op not in program.ops_used() or len(program.steps) > REPLAY_STEPS:
         return False
     kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
     if kind == "dtype":
@@ -170,14 +176,14 @@ def contradicted(finding: Finding, program: Program, expected: Outcome) -> bool:
         step = next(s for s in program.steps if s.op == finding.op)
         if not isinstance(step.args[finding.operand], str):
             return False
-        values = _forward(program)
+        values = forward(program)
         name, power = finding.param
         kind, param = "factor", _SIZES[name](values[step.args[finding.operand]], values[step.name]) ** power
-    grads = _backward(program, expected, (finding.op, finding.operand, kind, param))
+    grads = backward(program, expected, (finding.op, finding.operand, kind, param))
     if grads is None:
         return False
-    targets = _targets(program, expected)
-    return any(not _close(grads.get(n), expected.grads[n]) for n in targets)
+    targets = graded_leaves(program, expected)
+    return any(not close(grads.get(n), expected.grads[n]) for n in targets)
 
 
 class Refuter:
@@ -216,10 +222,10 @@ def explains_composed(finding: Finding, program: Program, got: Any, expected: Ou
         return False
     rewritten = Program(program.leaves, tuple(steps), program.output, program.upstream, program.passes)
     kind = {"doubled": "factor", "scaled": "factor"}.get(finding.symptom, finding.symptom)
-    if kind in ("per_element", "dtype", "first_path"):
+    if kind in ("per_element", "dtype", "first_path", "raises_without_grad"):
         return False
-    grads = _backward(rewritten, None, (finding.op, finding.operand, kind, finding.param))
-    return grads is not None and _matches(grads, got, _targets(program, expected))
+    grads = backward(rewritten, None, (finding.op, finding.operand, kind, finding.param))
+    return grads is not None and matches(grads, got, _observed_leaves(program, got, expected))
 
 
 def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[str]]]:
@@ -240,13 +246,6 @@ def cover(found: dict[str, list[Finding]]) -> dict[tuple, tuple[Finding, list[st
     return out
 
 
-# ---- the graph run backward in torch, one op at a time ------------------------------------------------
-
-
-Mutation = tuple[str, int, str, Any]
-"""(op, operand slot, symptom, parameter: a factor or an axis)."""
-
-
 def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     """Every rule mutation that reproduces the candidate's outcome on ``program``, simplest first.
 
@@ -256,16 +255,17 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     if got is None or expected is None or len(program.steps) > MAX_STEPS:
         return []
     if got.error is not None:
-        return [f for f in [_raised_in_forward(program, got)] if f is not None]
+        return [f for f in [_raised_in_forward(program, got) or _raised_without_grad(program, got, expected)]
+                if f is not None]
     if not all(got.leaf_data_unchanged.values()):
         return []  # an input written in place: every later value is off, and no op's rule is to blame
     for step in program.steps:
-        if step.name in got.values and not _close(got.values[step.name], expected.values[step.name]):
+        if step.name in got.values and not close(got.values[step.name], expected.values[step.name]):
             if _right_on_its_operands(step, got, expected):
                 return []  # the op computed its result right from operands something else changed
             return [Finding(step.op, None, "wrong_value")]
-    targets = _targets(program, expected)
-    if all(_close(_as(got.grads.get(n), expected.grads[n]), expected.grads[n]) for n in targets):
+    targets = _observed_leaves(program, got, expected)
+    if all(close(got.grads.get(n), expected.grads[n]) for n in targets):
         # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
         for step in program.steps:
             flag = got.requires_grad.get(step.name)
@@ -276,60 +276,29 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
                 return [Finding(ENGINE, None, "grad_not_none")]
         return [f for f in [_dtype(program, got, targets)] if f is not None]
     found: list[Finding] = []
-    for mutation in _mutations(program):
+    for mutation in mutations(program):
         op, slot, symptom, _ = mutation
         if symptom == "scaled":
             finding = _scaled(program, got, targets, op, slot)
         else:
-            grads = _backward(program, expected, mutation)
+            grads = backward(program, expected, mutation)
             finding = None
-            if grads is not None and _matches(grads, got, targets):
-                finding = Finding(op, slot, symptom, _detail(mutation), mutation[3])
+            if grads is not None and matches(grads, got, targets):
+                finding = Finding(op, slot, symptom, mutation_detail(mutation), mutation[3])
         if finding is not None and finding not in found:
             found.append(finding)
     if _all_zero(got, targets, expected):
         # Last, so that a single op's missing gradient is named first when it explains the same graphs.
         found.append(Finding(ENGINE, None, "all_zero"))
-    if not found:
-        try:
-            first = _first_path(program, _forward(program))
-        except (RuntimeError, ValueError, IndexError, TypeError):
-            first = None
-        if first is not None and _matches(first, got, targets):
-            found.append(Finding(ENGINE, None, "first_path"))
+    # Last: the engine-wide explanation, for when every rule mutation above is contradicted elsewhere.
+    try:
+        first = first_path(program, forward(program))
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        first = None
+    if first is not None and matches(first, got, targets):
+        found.append(Finding(ENGINE, None, "first_path"))
     return found
 
-
-def _first_path(program: Program, values: dict[str, Any]) -> dict[str, Any]:
-    """Leaf gradients of an engine that recurses into each input as soon as it has a gradient and passes a
-    node on only once: the first path to reach a shared value is the only one that goes further."""
-    steps = {s.name: s for s in program.steps}
-    tracked = {leaf.name for leaf in program.leaves if leaf.requires_grad and not leaf.raw}
-    for step in program.steps:
-        if any(isinstance(a, str) and a in tracked for a in step.args):
-            tracked.add(step.name)
-    out = values[program.output]
-    upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
-    leaves: dict[str, torch.Tensor] = {}
-    done: set[str] = set()
-
-    def visit(name: str, g: torch.Tensor) -> None:
-        if name not in steps:
-            leaves[name] = g if name not in leaves else leaves[name] + g
-            return
-        if name in done:
-            return
-        done.add(name)
-        step = steps[name]
-        slots = [i for i, a in enumerate(step.args) if isinstance(a, str) and a in tracked]
-        local = _vjp(step.spec, step.param_dict(), [values[a] if isinstance(a, str) else a for a in step.args], g,
-                     slots)
-        for i in slots:
-            if local[i] is not None:
-                visit(step.args[i], local[i])
-
-    visit(program.output, upstream)
-    return {leaf.name: leaves.get(leaf.name) for leaf in program.leaves}
 
 
 def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:
@@ -340,7 +309,7 @@ def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:
         elif arg in got.values:
             if not isinstance(got.values[arg], torch.Tensor):
                 return False
-            operands.append(got.values[arg])
+            operands.append(as_zero_d(got.values[arg], expected.values.get(arg)))
         elif arg in expected.values:
             operands.append(expected.values[arg])
         else:
@@ -349,7 +318,41 @@ def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:
         value = step.spec.apply_torch(operands, step.param_dict())
     except (RuntimeError, ValueError, IndexError, TypeError):
         return False
-    return _close(got.values[step.name], value)
+    return close(got.values[step.name], value)
+
+
+def _observed_leaves(program: Program, got: Any, expected: Outcome) -> list[str]:
+    """The leaves whose gradient torch has and the candidate's run reported (a probe may report only some)."""
+    return [name for name in graded_leaves(program, expected) if name in got.grads]
+
+
+def _raised_without_grad(program: Program, got: Any, expected: Outcome) -> Finding | None:
+    """An exception about a None in the backward rule of a node with an operand that does not require grad:
+    the rule adds to that operand's .grad, which is None."""
+    error = got.error
+    if error.get("where") != "backward" or "NoneType" not in str(error.get("message", "")):
+        return None
+    name = str(error.get("node", "")).split(" = ", 1)[0]
+    step = next((s for s in program.steps if s.name == name), None)
+    if step is None:
+        return None
+    slot = _constant_operand(program, expected, step.op, None, only=step)
+    return None if slot is None else Finding(step.op, slot, "raises_without_grad", str(error.get("type", "")))
+
+
+def _constant_operand(program: Program, expected: Outcome, op: str, slot: int | None,
+                      only: Step | None = None) -> int | None:
+    """The slot (``slot`` itself, or the first) of a live step of ``op`` whose operand there does not require grad
+    while its result does: its backward rule runs with that operand's .grad None."""
+    requires = {leaf.name: leaf.requires_grad for leaf in program.leaves if not leaf.raw}
+    requires.update({s.name: bool(expected.requires_grad.get(s.name)) for s in program.steps})
+    for step in program.live().steps:
+        if step.op != op or (only is not None and step.name != only.name) or not requires.get(step.name):
+            continue
+        for i, arg in enumerate(step.args):
+            if (slot is None or i == slot) and isinstance(arg, str) and arg in requires and not requires[arg]:
+                return i
+    return None
 
 
 def _raised_in_forward(program: Program, got: Any) -> Finding | None:
@@ -368,11 +371,6 @@ def _all_zero(got: Any, targets: list[str], expected: Outcome) -> bool:
             and any(bool(expected.grads[n].any()) for n in targets))
 
 
-def _targets(program: Program, expected: Outcome) -> list[str]:
-    return [leaf.name for leaf in program.leaves
-            if not leaf.raw and leaf.requires_grad and expected.grads.get(leaf.name) is not None]
-
-
 def _dtype(program: Program, got: Any, targets: list[str]) -> Finding | None:
     """Right values in the wrong dtype: charged to the op nearest the leaf."""
     for name in targets:
@@ -385,37 +383,10 @@ def _dtype(program: Program, got: Any, targets: list[str]) -> Finding | None:
     return None
 
 
-def _mutations(program: Program) -> list[Mutation]:
-    """Every mutation that could change this program's gradients, the simplest explanations first."""
-    ops: list[tuple[str, int]] = []
-    for step in program.steps:
-        for slot, arg in enumerate(step.args):
-            if isinstance(arg, str) and OPS[step.op].slots[slot] == TENSOR and (step.op, slot) not in ops:
-                ops.append((step.op, slot))
-    plain = ["sign", "missing", "upstream", "transposed", "at_input", "at_output", "unreduced", "overwritten",
-             "wrong_shape"]
-    out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
-    out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
-    out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
-    out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
-    out += [(op, slot, "scaled", None) for op, slot in ops]
-    return out
-
-
-def _detail(mutation: Mutation) -> str:
-    if mutation[2] == "missing_factor":
-        return mutation[3]
-    if mutation[2] == "wrong_axis":
-        return f"axis {mutation[3]}"
-    if mutation[2] == "exponent":
-        return f"x ** {'p' if mutation[3] == 1 else '(p - 2)'} where x ** (p - 1) is right"
-    return ""
-
-
 def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) -> Finding | None:
     """The factor c that makes the candidate's gradients, when one exists: they are affine in c."""
-    g0 = _backward(program, None, (op, slot, "factor", 0.0))
-    g1 = _backward(program, None, (op, slot, "factor", 1.0))
+    g0 = backward(program, None, (op, slot, "factor", 0.0))
+    g1 = backward(program, None, (op, slot, "factor", 1.0))
     if g0 is None or g1 is None:
         return None
     base, slope, seen = [], [], []
@@ -434,8 +405,8 @@ def _scaled(program: Program, got: Any, targets: list[str], op: str, slot: int) 
     c = float(((y - b) * s).sum() / (s * s).sum())
     if abs(c - 1.0) < 1e-6:
         return None
-    grads = _backward(program, None, (op, slot, "factor", c))
-    if grads is None or not _matches(grads, got, targets):
+    grads = backward(program, None, (op, slot, "factor", c))
+    if grads is None or not matches(grads, got, targets):
         return None
     per = _per_element(program, op, slot, c)
     if per is not None:
@@ -460,7 +431,7 @@ _SIZES: Final[dict[str, Callable[[torch.Tensor, torch.Tensor], float]]] = {
 def _per_element(program: Program, op: str, slot: int, c: float) -> Finding | None:
     """A factor equal to the size the op averages over (or its inverse), on the first step of ``op``."""
     step = next(s for s in program.steps if s.op == op)
-    values = _forward(program)
+    values = forward(program)
     x, y = values[step.args[slot]], values[step.name]
     for name, size in _SIZES.items():
         n = size(x, y)
@@ -479,203 +450,3 @@ def _factor(c: float) -> str:
     return f"{c:.4g}"
 
 
-def _backward(program: Program, expected: Outcome | None, mutation: Mutation | None) -> dict[str, Any] | None:
-    """Every leaf's gradient when the program's ops follow torch's rules, but for ``mutation``; None when the
-    mutated rule cannot run on this graph (shapes that do not fit)."""
-    try:
-        with torch.no_grad():
-            values = _forward(program)
-        return _walk(program, values, mutation)
-    except (RuntimeError, ValueError, IndexError, TypeError):
-        return None
-
-
-def _forward(program: Program) -> dict[str, Any]:
-    cache = program.__dict__.get("_symptom_values")
-    if cache is None:
-        values: dict[str, Any] = {}
-        for leaf in program.leaves:
-            values[leaf.name] = leaf.value if leaf.raw else leaf.value.detach().to(torch.float64)
-        for step in program.steps:
-            operands = [values[a] if isinstance(a, str) else a for a in step.args]
-            values[step.name] = step.spec.apply_torch(operands, step.param_dict())
-        cache = values
-        object.__setattr__(program, "_symptom_values", cache)  # a cache beside the fields
-    return cache
-
-
-def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -> dict[str, Any]:
-    tracked = {leaf.name for leaf in program.leaves if leaf.requires_grad and not leaf.raw}
-    for step in program.steps:
-        if any(isinstance(a, str) and a in tracked for a in step.args):
-            tracked.add(step.name)
-    out = values[program.output]
-    upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
-    grads: dict[str, torch.Tensor] = {program.output: upstream}
-    for step in reversed(program.steps):
-        g = grads.get(step.name)
-        if g is None:
-            continue
-        slots = [i for i, a in enumerate(step.args) if isinstance(a, str) and a in tracked]
-        if not slots:
-            continue
-        local = _local(step, values, g, slots, mutation)
-        for i in slots:
-            d = local[i]
-            if d is None:
-                continue
-            name = step.args[i]
-            overwrite = mutation is not None and mutation[2] == "overwritten" and mutation[:2] == (step.op, i)
-            grads[name] = d if overwrite or name not in grads else grads[name] + d
-    passes = program.passes
-    return {leaf.name: (grads[leaf.name] * passes if leaf.name in grads else None) for leaf in program.leaves}
-
-
-def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
-           mutation: Mutation | None) -> dict[int, torch.Tensor | None]:
-    """The gradient ``step`` hands each operand in ``slots``, mutated where ``mutation`` says."""
-    spec, params = step.spec, step.param_dict()
-    operands = [values[a] if isinstance(a, str) else a for a in step.args]
-    mutated = mutation is not None and mutation[0] == step.op and mutation[1] in slots
-    kind = mutation[2] if mutated else None
-    slot = mutation[1] if mutated else None
-    out = _vjp(spec, params, operands, g, slots)
-    if kind is None or kind == "overwritten":
-        return out
-    d, x = out[slot], operands[slot]
-    if kind == "factor":
-        out[slot] = d * mutation[3]
-    elif kind == "sign":
-        out[slot] = -d
-    elif kind == "missing":
-        out[slot] = None
-    elif kind == "transposed":
-        if d.dim() != 2 or d.shape[0] == d.shape[1] and torch.equal(d, d.T):
-            raise ValueError("no transpose to take")
-        out[slot] = d.T
-    elif kind == "upstream":
-        if torch.equal(g, torch.ones_like(g)):
-            raise ValueError("the upstream gradient is all ones here")
-        out[slot] = _vjp(spec, params, operands, torch.ones_like(g), slots)[slot]
-    elif kind in ("at_input", "at_output"):
-        out[slot] = g * _derivative_elsewhere(step.op, kind, x, values[step.name], params)
-    elif kind == "wrong_shape":
-        if tuple(g.shape) == tuple(d.shape):
-            raise ValueError("the result has the operand's shape")
-        out[slot] = d.reshape(g.shape) if d.numel() == g.numel() else g
-    elif kind == "missing_factor":
-        factor = _FACTORS[(step.op, slot)][mutation[3]](operands, values[step.name])
-        if not bool((factor != 0).all()):
-            raise ValueError("a zero factor")
-        out[slot] = d / factor
-    elif kind == "exponent":
-        p = params.get("p")
-        out[slot] = g * p * x ** (p - 1 + mutation[3])
-    elif kind in ("unreduced", "wrong_axis"):
-        full = _vjp_unreduced(spec, params, operands, g, slot)
-        if full.shape == x.shape:
-            raise ValueError("nothing was broadcast")
-        if kind == "unreduced":
-            out[slot] = full
-        else:
-            out[slot] = _sum_over_wrong_axis(full, x.shape, mutation[3], d)
-    return out
-
-
-def _vjp(spec: Any, params: dict[str, Any], operands: list[Any], g: torch.Tensor,
-         slots: Sequence[int]) -> dict[int, torch.Tensor | None]:
-    inputs = list(operands)
-    for i in slots:
-        inputs[i] = operands[i].detach().requires_grad_(True)
-    with torch.enable_grad():
-        y = spec.apply_torch(inputs, params)
-        grads = torch.autograd.grad(y, [inputs[i] for i in slots], g, allow_unused=True)
-    return {i: (d if d is None else d.detach()) for i, d in zip(slots, grads)}
-
-
-def _vjp_unreduced(spec: Any, params: dict[str, Any], operands: list[Any], g: torch.Tensor,
-                   slot: int) -> torch.Tensor:
-    """The gradient of operand ``slot`` before it is summed back to its shape: as if it were already broadcast."""
-    inputs = list(operands)
-    x = operands[slot]
-    if not isinstance(x, torch.Tensor):
-        raise ValueError("a number operand")
-    inputs[slot] = x.detach().expand(g.shape).clone().requires_grad_(True)
-    with torch.enable_grad():
-        y = spec.apply_torch(inputs, params)
-        (d,) = torch.autograd.grad(y, [inputs[slot]], g)
-    return d.detach()
-
-
-def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right: torch.Tensor) -> torch.Tensor:
-    if axis >= full.dim():
-        raise ValueError("no such axis")
-    summed = full.sum(dim=axis)
-    if summed.numel() != right.numel():
-        raise ValueError("the sum does not fit the operand")
-    summed = summed.reshape(shape)
-    if torch.allclose(summed, right):
-        raise ValueError("that is the right axis")
-    return summed
-
-
-_FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], torch.Tensor]]]] = {
-    ("sigmoid", 0): {"(1 - y)": lambda o, y: 1 - y, "y": lambda o, y: y},
-    ("tanh", 0): {"(1 + y)": lambda o, y: 1 + y, "(1 - y)": lambda o, y: 1 - y},
-    ("div", 1): {"1/b": lambda o, y: 1 / o[1], "a": lambda o, y: o[0]},
-    ("div", 0): {"1/b": lambda o, y: 1 / o[1]},
-    ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
-}
-"""The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
-
-_OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {
-    "exp": lambda y: y,
-    "tanh": lambda y: 1 - y * y,
-    "sigmoid": lambda y: y * (1 - y),
-}
-"""Derivatives written in terms of the op's output."""
-
-_INPUT_FORM: Final[dict[str, Callable[..., torch.Tensor]]] = {
-    "log": lambda x: 1 / x,
-    "exp": lambda x: x.exp(),
-    "tanh": lambda x: 1 - x.tanh() ** 2,
-    "sigmoid": lambda x: x.sigmoid() * (1 - x.sigmoid()),
-    "pow": lambda x, p: p * x ** (p - 1),
-}
-"""Derivatives written in terms of the op's input."""
-
-
-def _derivative_elsewhere(op: str, kind: str, x: torch.Tensor, y: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-    """The derivative written for the output evaluated at the input (``at_input``), or the reverse."""
-    if kind == "at_input" and op in _OUTPUT_FORM:
-        return _OUTPUT_FORM[op](x)
-    if kind == "at_output" and op in _INPUT_FORM:
-        return _INPUT_FORM[op](y, *params.values()) if op == "pow" else _INPUT_FORM[op](y)
-    raise ValueError("no such form of this derivative")
-
-
-# ---- comparing ----------------------------------------------------------------------------------------
-
-
-def _matches(grads: dict[str, Any], got: Any, targets: list[str]) -> bool:
-    for name in targets:
-        want = grads.get(name)
-        have = got.grads.get(name)
-        if want is None and (have is None or (isinstance(have, torch.Tensor) and not have.abs().any())):
-            continue
-        if not isinstance(have, torch.Tensor) or want is None or not _close(_as(have, want), want):
-            return False
-    return True
-
-
-def _as(have: Any, want: Any) -> Any:
-    """A one-element gradient compared as the shape torch gives it, as judging forgives."""
-    if isinstance(have, torch.Tensor) and isinstance(want, torch.Tensor) and have.numel() == want.numel() == 1:
-        return have.reshape(want.shape)
-    return have
-
-
-def _close(a: Any, b: Any) -> bool:
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        return a is None and b is None
-    return same_values(a, b, RTOL, ATOL)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, Callable, Final
+from typing import Callable, Final
 
 from harness.integrity.allowlist import WHY, classify_module
 

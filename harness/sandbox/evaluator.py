@@ -145,7 +145,8 @@ class Evaluator:
                 [a if isinstance(a, str) else repr(a) for a in s["args"]],
                 {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in wire["steps"]}
             nodes = {id(results[name]): text for name, text in described.items() if name in results}
-            reply["error"] = error_facts(failed.where, failed.exc, nodes)
+            reply["error"] = error_facts(failed.where, failed.exc, nodes,
+                                         [results[name] for name in described if name in results])
             if failed.where.startswith("forward: "):
                 reply["error"]["node"] = described.get(failed.where.removeprefix("forward: "), "")
         reply["seconds"] = time.perf_counter() - started

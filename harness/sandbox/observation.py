@@ -9,12 +9,13 @@ from __future__ import annotations
 import inspect
 import os
 import traceback
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 from harness.program import encode_tensor
 from harness.sandbox.autograd_guard import carries_autograd
+from harness.sandbox.running_node import running_node
 
 __all__ = ["SUBMISSION_FILE", "data_of", "error_facts", "has_member", "observe_tensor", "requires_grad_of"]
 
@@ -44,11 +45,12 @@ SUBMISSION_FILE: list[str] = []
 """The imported submission's path inside the sandbox, to find its frames in a traceback."""
 
 
-def error_facts(where: str, exc: BaseException, nodes: dict[int, str] | None = None) -> dict[str, Any]:
+def error_facts(where: str, exc: BaseException, nodes: dict[int, str] | None = None,
+                objects: Sequence[Any] = ()) -> dict[str, Any]:
     """An exception as plain facts: its type and message, the last frames, and its place in the submission.
 
-    ``nodes`` maps id() of the graph's tensors to their steps (``h = x @ w``): the
-    innermost submission frame that holds one of them names the node being run.
+    ``nodes`` maps id() of the graph's tensors (``objects``) to their steps (``h = x @ w``): the
+    submission's frames name the node whose backward rule was running (``running_node``).
     """
     tb = traceback.extract_tb(exc.__traceback__)
     frames = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb[-4:]]
@@ -59,29 +61,11 @@ def error_facts(where: str, exc: BaseException, nodes: dict[int, str] | None = N
         error["line"] = own[-1].lineno
         error["source_line"] = (own[-1].line or "").strip()[:200]
     if nodes:
-        node = _node_in(exc.__traceback__, nodes)
+        node = running_node(exc.__traceback__, nodes, objects, SUBMISSION_FILE[0] if SUBMISSION_FILE else None)
         if node:
             error["node"] = node
     return error
 
-
-def _node_in(tb: Any, nodes: dict[int, str]) -> str | None:
-    """The graph node that the innermost submission frame was working on, if it holds one."""
-    frames = []
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
-        if not (SUBMISSION_FILE and frame.f_code.co_filename == SUBMISSION_FILE[0]):
-            continue
-        local = frame.f_locals
-        for key in ("self", "out", "node", "t", "v"):
-            if key in local and id(local[key]) in nodes:
-                return nodes[id(local[key])]
-        for value in local.values():
-            if id(value) in nodes:
-                return nodes[id(value)]
-    return None
 
 def requires_grad_of(obj: Any) -> Any:
     value = getattr(obj, "requires_grad", None)

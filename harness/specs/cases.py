@@ -12,7 +12,6 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from harness.compare import Tolerance, compare, tolerance_for
-from harness.concepts import concepts
 from harness.lazy_modules import lazy_module
 from harness.ops import LEVELS, OPS, needs_broadcasting
 from harness.program import DTYPES, Leaf, Outcome, Program, ProgramError

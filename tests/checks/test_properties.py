@@ -84,24 +84,28 @@ def test_each_situation_is_a_valid_program_that_requires_only_its_level():
                          ids=[f"{c}-{e if isinstance(e, str) else e.stem}" for c, e, _ in KNOWN_BUGS])
 def test_a_known_bug_is_caught_by_its_situation_at_every_seed(check_id, engine, situation, sandbox, tmp_path):
     path = _engine(engine, tmp_path)
-    ctx = Context(sandbox, path, "Tensor", path.stem, Shared(deadline=float("inf")))
+    shared = Shared(deadline=float("inf"))
+    first = Context(sandbox, path, "Tensor", path.stem, shared)
     check = _check(check_id)
     try:
-        ctx.members = set(ctx.worker().hello["members"])
+        members = frozenset(first.worker().hello["members"])
         # The situation alone is a witness of the bug...
         fixed = dict(CORE_SITUATIONS) | dict(BROADCAST_SITUATIONS) | dict(situations_for(list(OPS)))
         program = fixed[situation]
-        assert judge(program, ctx.run(program), program.run_torch(), DEFAULT_PARTS) is not None
-        # ...and the check meets it (or an earlier one) before any random graph, whatever the seed.
-        for seed in range(10):
-            ctx.seed, ctx.max_examples = seed, 50
+        assert judge(program, first.run(program), program.run_torch(), DEFAULT_PARTS) is not None
+    finally:
+        first.retire()
+    # ...and the check meets it (or an earlier one) before any random graph, whatever the seed.
+    for seed in range(10):
+        ctx = Context(sandbox, path, "Tensor", path.stem, shared, seed=seed, max_examples=50, members=members)
+        try:
             ctx.begin(time.perf_counter() + 60.0, fresh=False)
             with pytest.raises((Failed, CandidateError)) as caught:
                 check.run(ctx)
             assert caught.value.message.startswith("failing graph ("), caught.value.message
             assert caught.value.evidence is not None and caught.value.evidence.observation is not None
-    finally:
-        ctx.retire()
+        finally:
+            ctx.retire()
 
 
 # ---- op checks keep their op ---------------------------------------------------------------

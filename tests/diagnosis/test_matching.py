@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from hypothesis import given, settings
 
-from harness.checks.context import Evidence, Observation
+from harness.checks.context import DEFAULT_PARTS, Evidence, Observation, judge
 from harness.checks.strategies import op_graphs
 from harness.diagnosis.catalogue import BUGS
 from harness.diagnosis.causes import diagnose
 from harness.diagnosis.matching import (agree, candidate_bugs, match_evidence, match_signatures, replay)
 from harness.diagnosis.mutants import MUTANTS, load_mutant, reference_source
+from harness.diagnosis.symptoms import localise
 from harness.ops import OPS
 from harness.program import Leaf, Program, Step
 from harness.report.model import CheckResult
@@ -186,3 +189,43 @@ def test_an_integrity_finding_names_its_bug_first():
                          points={"a": 9.0})
     assert [c.bug for c in causes] == ["grad_has_history", "overwrite"]
     assert causes[0].checks == () and causes[0].snippet == ""
+
+
+# ---- the conventions judging forgives ------------------------------------------------------
+
+
+def _shape_1_twin(obs: Observation, name: str) -> Observation:
+    """The same observation from an engine whose ``sum()`` returns shape (1,) where torch gives a 0-d tensor."""
+    return dataclasses.replace(obs, values={**obs.values, name: obs.values[name].reshape(1)})
+
+
+def test_matching_forgives_a_one_element_result_exactly_as_judging_does():
+    # h = a * a; y = (h + a).sum(): a used twice, so an overwritten gradient shows (a.grad 1 where 2a + 1).
+    p = program({"a": (t([[1.0, -2.0], [0.5, 3.0]]), True)},
+                [("h", "mul", ["a", "a"]), ("s", "add", ["h", "a"]), ("y", "sum", ["s"])])
+    expected = p.run_torch()
+    right = _shape_1_twin(replay(p, ENGINE), "y")
+    assert judge(p, right, expected, DEFAULT_PARTS) is None  # judging forgives the (1,) shape
+    assert match_evidence(p, right, expected) == [] and localise(p, right, expected) == []
+
+    zero_d = replay(p, load_mutant("overwrite"))
+    shape_1 = _shape_1_twin(zero_d, "y")
+    assert judge(p, shape_1, expected, DEFAULT_PARTS) is not None
+    assert "overwrite" in [m.bug for m in match_evidence(p, zero_d, expected)]
+    # The (1,) twin is the same bug, matched and localised as the 0-d one is.
+    assert match_evidence(p, shape_1, expected) == match_evidence(p, zero_d, expected)
+    assert localise(p, shape_1, expected) == localise(p, zero_d, expected) != []
+    failing = [CheckResult(f"c{i}", "core", "accumulation", "t", "failed", "wrong",
+                           evidence=Evidence(p, obs, expected)) for i, obs in enumerate([shape_1])]
+    _, causes = diagnose(failing)
+    assert causes[0].bug == "overwrite" or causes[0].symptom == "overwritten", causes[0].name
+
+
+def test_matching_still_tells_a_one_element_gradient_of_the_wrong_shape():
+    # A 1x1 matrix summed: torch's gradient is (1, 1); a 0-d one is sum_not_expanded (judging fails it too).
+    p = program({"a": (t([[2.0]]), True)}, [("y", "sum", ["a"])])
+    expected = p.run_torch()
+    wrong = replay(p, load_mutant("sum_not_expanded"))
+    assert wrong.grads["a"].shape == ()
+    assert judge(p, wrong, expected, DEFAULT_PARTS) is not None
+    assert "sum_not_expanded" in [m.bug for m in match_evidence(p, wrong, expected)]

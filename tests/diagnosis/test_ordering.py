@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.diagnosis.mutants import reference_source
-from harness.grade import GradeOptions, grade, rediagnose
+from harness.grade import GradeOptions, grade
+from harness.watch import rediagnose
 from harness.preflight import Unrunnable, read_submission
 from harness.report.model import combine
 from harness.report.render import render_text

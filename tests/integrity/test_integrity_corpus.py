@@ -75,8 +75,7 @@ def run_time(sandbox):
 
     def run(path: Path) -> tuple[list[str], list[Any]]:
         if path not in cache:
-            shared = Shared(deadline=float("inf"))
-            shared.trace_calls = bool(inspect_source(path.read_text()).violations)
+            shared = Shared(deadline=float("inf"), trace_calls=bool(inspect_source(path.read_text()).violations))
             ctx = Context(sandbox, path, "Tensor", path.stem, shared)
             try:
                 hello = ctx.worker().hello

@@ -115,11 +115,11 @@ def test_the_agreements_are_in_the_header_and_the_json(graded):
 def test_agree_reaches_the_grader_from_the_command_line(monkeypatch, tmp_path):
     seen = {}
 
-    def fake(path, options, sandbox):
+    def fake(submission, options, sandbox):
         seen["options"] = options
         return graded_stub()
 
-    monkeypatch.setattr(harness.grade, "grade", fake)
+    monkeypatch.setattr(harness.grade, "grade_submission", fake)
     path = tmp_path / "s.py"
     path.write_text("class Tensor: pass\n")
     result = CliRunner().invoke(main, [str(path), "--agree", TERMS, "--format", "json"])

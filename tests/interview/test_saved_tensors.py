@@ -53,8 +53,11 @@ def audits(launcher, tmp_path_factory):
     for name, path in engines.items():
         box = launcher.sandbox(Limits())
         try:
-            ctx = Context(box, path, "Tensor", path.stem, Shared(time.perf_counter() + 60))
-            ctx.members = set(ctx.worker().hello["members"])
+            shared = Shared(time.perf_counter() + 60)
+            first = Context(box, path, "Tensor", path.stem, shared)
+            members = frozenset(first.worker().hello["members"])
+            first.retire()
+            ctx = Context(box, path, "Tensor", path.stem, shared, members=members)
             ctx.begin(time.perf_counter() + 30)
             try:
                 saved_tensors(ctx)

@@ -94,8 +94,8 @@ def test_what_the_variant_allows():
     assert not_credited("matmul", "function") is None and not_credited("order", "tensor") is None
 
 
-def test_an_unknown_variant_is_refused(tmp_path):
+def test_an_unknown_variant_is_refused(tmp_path, launcher):
     path = tmp_path / "s.py"
     path.write_text("class Tensor: pass\n")
     with pytest.raises(HarnessError, match="unknown variant 'graph' \\(choose from tensor, function\\)"):
-        grade(path, GradeOptions(variant="graph"))
+        grade(path, GradeOptions(variant="graph"), launcher)

@@ -19,7 +19,7 @@ def _report() -> Report:
 
 
 def test_grade_file_writes_json_markdown_and_text(monkeypatch, tmp_path):
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report())
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report())
     submission = tmp_path / "alice.py"
     submission.write_text("class Tensor: pass\n")
     out = tmp_path / "reports"
@@ -34,7 +34,7 @@ def test_grade_file_writes_json_markdown_and_text(monkeypatch, tmp_path):
 
 
 def test_an_unwritable_folder_is_a_one_line_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(harness.grade, "grade", lambda path, options, sandbox: _report())
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report())
     submission = tmp_path / "alice.py"
     submission.write_text("class Tensor: pass\n")
     blocker = tmp_path / "file"

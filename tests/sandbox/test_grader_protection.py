@@ -20,10 +20,12 @@ def test_no_module_is_imported_after_submissions_have_run():
     script = textwrap.dedent(f"""
         import sys
         from harness.grade import GradeOptions, grade, protect_grader
+        from harness.sandbox import Launcher
         protect_grader()
         before = set(sys.modules)
-        for name in ("overwrite_grad.py", "flipped_transpose.py", "hostile_os_exit.py"):
-            grade({str(SOLUTIONS)!r} + "/" + name, GradeOptions(max_examples=20, level="core"))
+        with Launcher() as launcher:
+            for name in ("overwrite_grad.py", "flipped_transpose.py", "hostile_os_exit.py"):
+                grade({str(SOLUTIONS)!r} + "/" + name, GradeOptions(max_examples=20, level="core"), launcher)
         print(sorted(set(sys.modules) - before))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd="/")

@@ -32,8 +32,8 @@ def test_the_worked_examples_are_there_with_their_numbers(cases):
     assert any(_states(case, "x", [[1.0, 0.5]]) and _states(case, "W", [[1.0, 0.0], [2.0, 0.0]]) for case in cases)
 
 
-def test_the_reference_passes_every_case_through_the_grader(cases):
-    report = grade(ROOT / "reference" / "engine.py", GradeOptions(max_examples=1))
+def test_the_reference_passes_every_case_through_the_grader(cases, launcher):
+    report = grade(ROOT / "reference" / "engine.py", GradeOptions(max_examples=1), launcher)
     spec_checks = {c.id: c for c in report.checks if c.id.startswith("spec:")}
     assert set(spec_checks) == {f"spec:{case.id}" for case in cases}
     failing = {cid: c.message for cid, c in spec_checks.items() if c.outcome != "passed"}

@@ -1,0 +1,203 @@
+"""Running the planned checks on one submission: each check's outcome, its time and smallest reproduction.
+
+A check passes by returning and ends any other way by raising one of ``context``'s
+endings (``Failed``, ``CandidateError``, ``CandidateTimeout``, ``NotAttempted``); which
+outcome each ending means is decided here, beside them, and nowhere else. The checks
+run in two lanes, each with a worker of its own, taking the costliest first from one queue.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Sequence
+
+from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
+from harness.checks.registry import Check
+from harness.integrity import member_line
+from harness.preflight import suggest_class
+from harness.report.model import CheckResult
+from harness.vocabulary import FAILING, FEATURES
+
+__all__ = ["LANES", "SNIPPET_STEPS", "start", "triage", "result", "run_checks", "run_check"]
+
+LANES = 2
+"""Checks run at once, each lane with its own worker: one per core of the machines we run on."""
+
+SNIPPET_STEPS = 40
+"""Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
+
+
+def result(planned: Check, outcome: str, message: str) -> CheckResult:
+    """The result of a check that was not run: skipped or not attempted, and why."""
+    return CheckResult(planned.id, planned.level, planned.concept, planned.title, outcome, message)
+
+
+def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -> tuple[dict[str, Any] | None, str, str]:
+    """The submission's first worker: its hello, or None with the status and message of a submission that did not start.
+
+    An engine also meets the run-time integrity probes here (is it an engine at all?), before any check.
+    """
+    t0 = time.perf_counter()
+    try:
+        hello = ctx.worker().hello
+    except (CandidateError, CandidateTimeout) as exc:
+        ctx.retire()
+        return None, "timeout" if isinstance(exc, CandidateTimeout) else "error", exc.message
+    timings["import"] = time.perf_counter() - t0
+    if hello.get("has_class"):
+        from harness.checks.probes import review_at_run_time
+
+        review_at_run_time(ctx, set(hello.get("members", [])), member_line(text, class_name, "backward"))
+    ctx.retire()
+    if not hello.get("has_class"):
+        try:
+            hint = suggest_class(ast.parse(text), class_name)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            hint = ""
+        return None, "error", f"the submission defines no class named {class_name!r}{hint}"
+    return hello, "", ""
+
+
+def triage(plan: Iterable[Check], members: frozenset[str], features: dict[str, Any], class_name: str,
+           excuse: Callable[[Check], str | None]) -> tuple[dict[str, CheckResult], list[Check]]:
+    """The checks that will not run (excused, or needing what the engine lacks) with their results, and the rest."""
+    results: dict[str, CheckResult] = {}
+    runnable: list[Check] = []
+    for planned in plan:
+        missing = _missing(planned.requires, members, features, class_name)
+        why = excuse(planned)
+        if why:
+            results[planned.id] = result(planned, "skipped", why)
+        elif missing:
+            results[planned.id] = result(planned, "not_attempted", f"not attempted: {missing}")
+        else:
+            runnable.append(planned)
+    return results, runnable
+
+
+def _missing(requires: frozenset[str], members: frozenset[str], features: dict[str, Any], class_name: str) -> str | None:
+    for need in sorted(requires):
+        if need.startswith("feature:"):
+            name = need.removeprefix("feature:")
+            if name in FEATURES and not features.get(FEATURES[name][0]):
+                return FEATURES[name][1]
+        elif need not in members:
+            return f"{class_name} has no {need}"
+    return None
+
+
+def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context],
+               timings: dict[str, float]) -> dict[str, CheckResult]:
+    """Every check of ``runnable``, in ``LANES`` lanes, each with a context (and worker) of its own."""
+    # Two lanes keep both cores busy: the grader's process works hardest on hypothesis
+    # searches, the worker on probes and spec cases, so the lanes take the costliest
+    # checks first from one shared queue.
+    queue = sorted(runnable, key=lambda c: -c.cost)
+    lock = threading.Lock()
+    results: dict[str, CheckResult] = {}
+
+    def run_lane() -> None:
+        ctx = new_context()
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    planned = queue.pop(0)
+                results[planned.id] = run_check(planned, ctx, timings)
+        finally:
+            ctx.retire()
+
+    # The checks make a few hundred thousand short-lived objects (the timing graphs alone); full
+    # collections among them would pause both lanes for nothing: what is cyclic waits for the end.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with ThreadPoolExecutor(max_workers=LANES) as pool:
+            for future in [pool.submit(run_lane) for _ in range(LANES)]:
+                future.result()
+    finally:
+        if collecting:
+            gc.enable()
+    return results
+
+
+def run_check(planned: Check, ctx: Context, timings: dict[str, float]) -> CheckResult:
+    """Run one check in ``ctx``: its outcome, message and details, and its time in ``timings``."""
+    base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
+    skip = ctx.shared.why_skip()
+    if skip:
+        return CheckResult(**base, outcome="skipped", message=f"skipped: {skip}")
+    ctx.begin(time.perf_counter() + planned.timeout, fresh=planned.isolated)
+    t = time.perf_counter()
+    outcome, message, details, evidence = "passed", "", {}, None
+    try:
+        planned.run(ctx)
+    except Failed as exc:
+        outcome, message, details, evidence = "failed", exc.message, exc.details, exc.evidence
+    except NotAttempted as exc:
+        outcome, message = "not_attempted", f"not attempted: {exc.message}"
+    except CandidateTimeout as exc:
+        outcome, message, details, evidence = "timeout", exc.message, exc.details, exc.evidence
+    except CandidateError as exc:
+        outcome, message, details, evidence = "error", exc.message, exc.details, exc.evidence
+    except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
+        outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
+    notes = getattr(ctx, "notes", None)
+    if notes:
+        details = {**notes, **details}
+    if outcome in FAILING and planned.hint and "hint" not in details:
+        details = {**details, "hint": planned.hint}
+    if outcome in FAILING:
+        details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
+    if evidence is not None and outcome in ("failed", "error"):
+        evidence, details = _smallest_reproduction(evidence, details, ctx)
+    elapsed = time.perf_counter() - t
+    timings[planned.id] = elapsed
+    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
+
+
+def _with_explain(hint: str | None, concept: str) -> str:
+    """A failing check's hint, ending with the concept to read about."""
+    from harness.concepts import explain_line
+
+    hint = (hint or "").rstrip()
+    if hint and not hint.endswith((".", "!", "?", ")")):
+        hint += "."
+    return f"{hint} {explain_line(concept)}".strip()
+
+
+def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:
+    """The failing program without its dead steps, when the candidate fails it the same way; and its snippet.
+
+    Dropping a step that does not lead to the output cannot change a correct gradient,
+    but it might change a buggy engine's behaviour: the smaller program is kept only
+    when running it again reproduces the check's failure word for word.
+    """
+    from harness.checks.snippets import reproduce
+
+    parts = ("error", "values", "requires_grad", "grads")
+    smaller = evidence.program.live()
+    if smaller is not evidence.program and evidence.observation is not None:
+        try:
+            before = judge(evidence.program, evidence.observation, evidence.expected, parts)
+            observed = ctx.run(smaller, timeout=5.0)
+            expected = smaller.run_torch()
+            after = judge(smaller, observed, expected, parts)
+            if before is not None and after is not None and after.message == before.message:
+                evidence = Evidence(smaller, observed, expected)
+        except Exception:  # a second run is a bonus: whatever goes wrong, keep the original
+            pass
+    details = {**details, "graph": evidence.program.summary()}
+    if len(evidence.program.steps) > SNIPPET_STEPS:
+        details.pop("snippet", None)  # thousands of lines help no one: the message says what to look at
+        return evidence, details
+    snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
+    if not snippet:
+        details.pop("snippet", None)
+        return evidence, details
+    return evidence, {**details, "snippet": snippet}

@@ -1,0 +1,60 @@
+"""Running planned checks: which ending means which outcome, and which checks never run."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.checks.context import CandidateError, CandidateTimeout, Failed, NotAttempted
+from harness.checks.registry import Check
+from harness.checks.run import run_check, triage
+
+
+def _planned(cid: str, run=lambda ctx: None, requires: frozenset[str] = frozenset()) -> Check:
+    return Check(cid, "core", "order", "t", None, requires, 5.0, run)
+
+
+def _ctx(skip: str | None = None):
+    return SimpleNamespace(shared=SimpleNamespace(why_skip=lambda: skip), begin=lambda *a, **k: None, notes={})
+
+
+def _raising(exc: Exception):
+    def run(ctx):
+        raise exc
+
+    return run
+
+
+@pytest.mark.parametrize("ending, outcome, message", [
+    (Failed("a.grad differs"), "failed", "a.grad differs"),
+    (CandidateError("ValueError: no"), "error", "ValueError: no"),
+    (CandidateTimeout("no answer within 5 s"), "timeout", "no answer within 5 s"),
+    (NotAttempted("Tensor has no sum"), "not_attempted", "not attempted: Tensor has no sum"),
+    (KeyError("x"), "error", "internal grader error: KeyError: 'x'"),
+])
+def test_each_ending_is_one_outcome(ending, outcome, message):
+    timings = {}
+    result = run_check(_planned("core.x", _raising(ending)), _ctx(), timings)
+    assert (result.outcome, result.message) == (outcome, message)
+    assert set(timings) == {"core.x"}
+
+
+def test_a_check_that_returns_passes_and_a_spent_budget_skips_it_unrun():
+    ran = []
+    assert run_check(_planned("core.x", ran.append), _ctx(), {}).outcome == "passed" and len(ran) == 1
+    skipped = run_check(_planned("core.y", ran.append), _ctx("the submission's time limit ran out"), {})
+    assert (skipped.outcome, skipped.message) == ("skipped", "skipped: the submission's time limit ran out")
+    assert len(ran) == 1
+
+
+def test_triage_sets_aside_excused_checks_and_those_needing_what_the_engine_lacks():
+    plan = [_planned("core.a"), _planned("core.b", requires=frozenset({"__matmul__"})),
+            _planned("core.c", requires=frozenset({"feature:broadcasting"})), _planned("core.d"),
+            _planned("core.e", requires=frozenset({"sum"}))]
+    results, runnable = triage(plan, frozenset({"sum"}), {"broadcast_forward": False}, "Value",
+                               lambda c: "not required by the agreed interface" if c.id == "core.d" else None)
+    assert [c.id for c in runnable] == ["core.a", "core.e"]
+    assert {cid: (r.outcome, r.message) for cid, r in results.items()} == {
+        "core.b": ("not_attempted", "not attempted: Value has no __matmul__"),
+        "core.c": ("not_attempted", "not attempted: adding tensors of shapes (2, 2) and (2,) raises in forward"),
+        "core.d": ("skipped", "not required by the agreed interface"),
+    }

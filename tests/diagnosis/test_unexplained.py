@@ -1,0 +1,117 @@
+"""A failure is told by what went wrong in it, not by the concept of the check that saw it.
+
+One bug fails checks of many concepts: an accumulation bug fails the timing check's wide
+graph, the memory probe's gradient, the broadcasting checks. Such a failure must be charged
+to that bug (or, when no catalogued bug reproduces it, titled by what went wrong: a wrong
+gradient, an exception, a hang), never given the hint of the concept its check is about.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.checks.context import Evidence, Failed, Observation
+from harness.checks.targeted import memory_release
+from harness.checks.timing import wide_graph
+from harness.diagnosis.causes import diagnose
+from harness.diagnosis.matching import replay
+from harness.diagnosis.mutants import load_mutant
+from harness.program import Leaf, Program, Step, encode_tensor
+from harness.report.model import CheckResult
+
+LINEAR_TIME_HINT = ("Keep visited nodes in a set (keyed by id), not a list: membership tests must be O(1). "
+                    "Read `grade explain linearity`.")
+
+
+def _linear_time(grad: torch.Tensor, width: int = 64) -> CheckResult:
+    """core.linear_time failed on its wide graph's gradient, as the check reports it (no torch outcome)."""
+    program = wide_graph(width)
+    obs = Observation({}, {}, {"x": grad}, {"x": True}, None, 0.0)
+    want = 2.0 * width
+    return CheckResult("core.linear_time", "core", "linearity", "Backward takes time linear in the size of the graph.",
+                       "failed", f"on a wide graph of {len(program.steps)} nodes x.grad is {grad.tolist()}, "
+                                 f"expected {want:g} everywhere",
+                       details={"hint": LINEAR_TIME_HINT}, evidence=Evidence(program, obs, None))
+
+
+def _broadcast_error() -> CheckResult:
+    """A broadcasting check whose add raised: the engine never wrote broadcasting."""
+    program = Program((Leaf("x", torch.ones(2, 3, dtype=torch.float64)), Leaf("b", torch.ones(3, dtype=torch.float64))),
+                      (Step("h", "add", ("x", "b")), Step("y", "sum", ("h",))), "y")
+    error = {"where": "backward", "type": "RuntimeError", "message": "The size of tensor a (3) must match the size "
+             "of tensor b (2) at non-singleton dimension 1", "node": "h = x + b"}
+    obs = Observation({}, {}, {}, {}, error, 0.0)
+    return CheckResult("spec:followups.broadcast.bias_row", "followups", "broadcasting", "bias row", "error",
+                       "RuntimeError: The size of tensor a (3) ...", details={"hint": "sum over the broadcast axes. "
+                       "Read `grade explain broadcasting`."}, evidence=Evidence(program, obs, program.run_torch()))
+
+
+def _causes_of(check: str, causes) -> list:
+    return [c for c in causes if check in c.checks]
+
+
+def test_an_accumulation_bug_on_the_timing_graph_is_charged_to_that_bug():
+    # The overwrite mutant on the wide graph: each x + x keeps one of its two contributions.
+    wrong = replay(wide_graph(64), load_mutant("overwrite")).grads["x"]
+    assert wrong.tolist() != [128.0, 128.0]
+    checks, causes = diagnose([_linear_time(wrong), _broadcast_error()])
+    (cause,) = _causes_of("core.linear_time", causes)
+    assert cause.bug == "overwrite" and "spec:followups.broadcast.bias_row" not in cause.checks
+    assert "visited" not in cause.hint
+    assert dict((r.id, r.diagnosis) for r in checks)["core.linear_time"] == ("overwrite",)
+
+
+def test_a_wrong_gradient_no_bug_reproduces_is_titled_as_one_not_by_the_checks_concept():
+    checks, causes = diagnose([_linear_time(torch.tensor([5.0, -3.0], dtype=torch.float64)), _broadcast_error()])
+    (cause,) = _causes_of("core.linear_time", causes)
+    assert cause.checks == ("core.linear_time",)  # not grouped with the broadcasting error
+    assert cause.name == "wrong gradients around x0 + x1", cause.name
+    assert "visited" not in cause.hint and "broadcast" not in cause.hint
+    (other,) = _causes_of("spec:followups.broadcast.bias_row", causes)
+    assert other.name == "exceptions around x0 + x1"
+
+
+class _Probe:
+    """A context whose memory probe answers with ``facts``, as the worker would."""
+
+    def __init__(self, facts: dict) -> None:
+        self.facts = facts
+
+    def probe(self, kind: str, *, timeout: float, **fields) -> dict:
+        assert kind == "memory_release"
+        return self.facts
+
+
+def test_a_wrong_gradient_in_the_memory_probe_is_charged_to_its_bug_not_to_memory():
+    # The probe's graph: y = (relu(x @ w) * relu(x @ w)).sum(); its gradient from an engine that overwrites.
+    gen = torch.Generator().manual_seed(3)
+    x, w = torch.randn(4, 3, generator=gen, dtype=torch.float64), torch.randn(3, 5, generator=gen, dtype=torch.float64)
+    program = Program((Leaf("x", x), Leaf("w", w)), (Step("a", "matmul", ("x", "w")), Step("h", "relu", ("a",)),
+                                                     Step("k", "mul", ("h", "h")), Step("y", "sum", ("k",))), "y")
+    wrong = replay(program, load_mutant("overwrite")).grads["x"]
+    assert not torch.allclose(wrong, program.run_torch().grads["x"])
+    facts = {"alive_before": 2, "alive_after": 0, "grad_x": encode_tensor(wrong), "x": encode_tensor(x),
+             "w": encode_tensor(w)}
+    with pytest.raises(Failed) as failed:
+        memory_release(_Probe(facts))
+    assert "references" not in failed.value.details.get("hint", "")
+    result = CheckResult("followups.memory_release", "followups", "memory", "memory", "failed", failed.value.message,
+                         details=failed.value.details, evidence=failed.value.evidence)
+    checks, causes = diagnose([result])
+    assert checks[0].diagnosis == ("overwrite",)
+    assert [c.bug for c in causes] == ["overwrite"]
+
+
+def test_a_hang_is_titled_as_a_hang():
+    two = torch.ones(2, 2, dtype=torch.float64)
+    program = Program((Leaf("x0", two), Leaf("x1", two)), (Step("x2", "add", ("x0", "x1")), Step("x3", "sum", ("x2",))),
+                      "x3")
+    # What the properties check reports when its graph hangs: an error with no observation.
+    result = CheckResult("core.properties", "core", "properties", "random graphs", "error",
+                         "failing graph (two leaves): x2 = x0 + x1; x3 = x2.sum() -> running x0 + x1: no answer within "
+                         "5 s (the process was killed)", details={"hint": "Read `grade explain properties`."},
+                         evidence=Evidence(program, None, program.run_torch()))
+    _, causes = diagnose([result])
+    assert [c.name for c in causes] == ["no answer in time on graphs around x0 + x1"]
+    assert "loop" in causes[0].hint
