@@ -53,6 +53,10 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
+def setns(fd: int, flags: int) -> None:
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(flags)), "setns")
+
+
 def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     _check(_libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
                        ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")

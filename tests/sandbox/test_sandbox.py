@@ -243,6 +243,17 @@ def test_workers_of_one_submission_do_not_share_a_working_folder(sandbox, tmp_pa
         assert worker.output()["stdout"].strip() == "['mark', 'solution.py']"
 
 
+def test_every_worker_is_pid_1_of_a_pid_namespace_of_its_own(sandbox, tmp_path):
+    if not sandbox.namespaces:
+        pytest.skip("without namespaces workers are plain children of the zygote")
+    path = _write(tmp_path, "import os\nprint(os.getpid(), os.getppid())\n")
+    # Alive at once: a worker made in the namespace of the one before would be its pid 2.
+    workers = [sandbox.spawn(path) for _ in range(3)]
+    for worker in workers:
+        worker.kill()
+        assert worker.output()["stdout"].strip() == "1 0"
+
+
 def test_requiring_the_sandbox_without_bubblewrap_is_refused(monkeypatch):
     monkeypatch.setattr("harness.sandbox.launch.shutil.which", lambda name: None)
     with pytest.raises(SandboxUnavailable, match="^bubblewrap is not installed"):
