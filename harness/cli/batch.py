@@ -69,9 +69,9 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
         except SandboxUnavailable as exc:
             _fail(f"{exc}; pass --allow-basic-isolation to grade without the sandbox")
         from harness.batch.progress import Progress
-        from harness.cli.group import _settle_after_imports
+        from harness.cli.group import settle_after_imports
 
-        _settle_after_imports()
+        settle_after_imports()
         progress = Progress(len(submissions))
         outputs = Outputs(gradescope=gradescope, junit=junit, similarity_threshold=similarity_threshold,
                           visibility=visibility)

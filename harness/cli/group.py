@@ -207,7 +207,7 @@ def _launcher(isolation: str) -> Any:
 def _grade(submission: Any, options: Any, launcher: Any) -> Any:
     from harness.grade import grade_submission
 
-    _settle_after_imports()
+    settle_after_imports()
     try:
         return grade_submission(submission, options, launcher)
     except HarnessError as exc:
@@ -221,7 +221,7 @@ def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, outp
     from harness.watch import Watch
 
     launcher = _launcher(options.isolation)
-    _settle_after_imports()
+    settle_after_imports()
     previous: Report | None = None
     with launcher, Watch(launcher, options) as watch:
         while True:
@@ -269,7 +269,7 @@ def _write_formats(report, folder: Path, stem: str) -> None:
         _fail(f"{folder}: cannot write the reports: {exc.strerror}")
 
 
-def _settle_after_imports() -> None:
+def settle_after_imports() -> None:
     """Tune the grader's own process once torch is imported.
 
     Its tensors are tiny, so torch's thread pool only competes with the worker for the
