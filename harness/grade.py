@@ -59,8 +59,7 @@ def grade_submission(submission: Submission, options: GradeOptions, sandbox: Lau
     limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
     decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
     # The sandbox opens while the grader imports and plans; the submission runs only once both are done.
-    opening = None if decided else Opening(sandbox, options.isolation, limits, min(limits.start_seconds,
-                                                                                    options.time_limit))
+    opening = None if decided else Opening(sandbox, limits)
     try:
         protect_grader()
         checks = plan(options)

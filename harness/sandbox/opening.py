@@ -1,7 +1,6 @@
 """Opening a submission's sandbox in a thread while the grader gets ready for it.
 
-Forking the submission's zygote (and, without a launcher, starting the template) is
-work for other processes; the grader meanwhile imports what it will need and plans
+Forking the submission's zygote is work for other processes; the grader meanwhile imports what it will need and plans
 its checks. Nothing of the submission runs before ``result`` is called: the sandbox
 is empty until the grader asks it for a worker.
 """
@@ -9,35 +8,29 @@ is empty until the grader asks it for a worker.
 from __future__ import annotations
 
 import threading
-from typing import Any
-
 from harness.sandbox.launch import Launcher, Limits, Sandbox
 
 __all__ = ["Opening"]
 
 
 class Opening:
-    """A ``Sandbox`` for one submission, opened in the background from a ``Launcher`` (or a new one)."""
+    """A ``Sandbox`` for one submission: the one given, or one opened in the background from a ``Launcher``."""
 
-    def __init__(self, sandbox: Launcher | Sandbox | None, isolation: str, limits: Limits,
-                 start_seconds: float) -> None:
-        self.owned: list[Any] = []
-        """What the grade opened and must close: the sandbox, then its own launcher if it started one."""
+    def __init__(self, sandbox: Launcher | Sandbox, limits: Limits) -> None:
+        self.owned: list[Sandbox] = []
+        """What the grade opened and must close: the sandbox it opened from the launcher (the launcher is the caller's)."""
         self._box: Sandbox | None = sandbox if isinstance(sandbox, Sandbox) else None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         if self._box is None:
-            self._thread = threading.Thread(target=self._open, args=(sandbox, isolation, limits, start_seconds),
+            self._thread = threading.Thread(target=self._open, args=(sandbox, limits),
                                             name="sandbox-opening", daemon=True)
             self._thread.start()
 
-    def _open(self, launcher: Launcher | None, isolation: str, limits: Limits, start_seconds: float) -> None:
+    def _open(self, launcher: Launcher, limits: Limits) -> None:
         try:
-            if launcher is None:
-                launcher = Launcher(isolation, start_seconds=start_seconds)
-                self.owned.append(launcher)
             self._box = launcher.sandbox(limits)
-            self.owned.insert(0, self._box)
+            self.owned.append(self._box)
         except BaseException as exc:  # handed to whoever waits for the sandbox
             self._error = exc
 

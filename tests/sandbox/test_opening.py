@@ -31,7 +31,7 @@ class _Launcher:
 
 def test_the_sandbox_opens_in_the_background_and_is_the_grades_to_close():
     launcher = _Launcher()
-    opening = Opening(launcher, "auto", Limits(), 5.0)  # returns before the sandbox is open
+    opening = Opening(launcher, Limits())  # returns before the sandbox is open
     launcher.go.set()
     assert opening.result() is launcher.box
     assert opening.owned == [launcher.box]  # the launcher is the caller's: only the sandbox is closed
@@ -41,7 +41,7 @@ def test_the_sandbox_opens_in_the_background_and_is_the_grades_to_close():
 
 def test_a_sandbox_that_cannot_open_raises_where_the_grade_waits_for_it():
     launcher = _Launcher(SandboxUnavailable("bubblewrap refused"))
-    opening = Opening(launcher, "auto", Limits(), 5.0)
+    opening = Opening(launcher, Limits())
     launcher.go.set()
     with pytest.raises(SandboxUnavailable, match="bubblewrap refused"):
         opening.result()
