@@ -56,7 +56,7 @@ def grade_submission(submission: Submission, options: GradeOptions, sandbox: Lau
     _check_options(options)
     rubric = load_rubric(options.rubric)
     submission = _scanned(submission, options.variant)
-    limits = Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
+    limits = sandbox_limits(options)
     decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
     # The sandbox opens while the grader imports and plans; the submission runs only once both are done.
     opening = None if decided else Opening(sandbox, limits)
@@ -131,6 +131,11 @@ def _scanned(submission: Submission, variant: str) -> Submission:
         findings = dataclasses.replace(findings, violations=kept(findings.violations, variant),
                                        review=kept_review(findings.review, variant))
     return dataclasses.replace(submission, findings=findings)
+
+
+def sandbox_limits(options: GradeOptions) -> Limits:
+    """The limits of one submission's sandbox, whoever opens it (a grade, ``--watch``, a batch)."""
+    return Limits(memory_mb=options.memory_mb, tree_memory_mb=2 * options.memory_mb)
 
 
 def _isolation_of(sandbox: Launcher | Sandbox | None) -> str:

@@ -12,9 +12,9 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from harness.grade import GradeOptions, grade_submission, planned_checks, preflight
+from harness.grade import GradeOptions, grade_submission, planned_checks, preflight, sandbox_limits
 from harness.report.model import Report, combine
-from harness.sandbox import Launcher, Limits, Sandbox
+from harness.sandbox import Launcher, Sandbox
 
 __all__ = ["Watch", "rediagnose"]
 
@@ -28,7 +28,7 @@ class Watch:
     def __init__(self, launcher: Launcher, options: GradeOptions) -> None:
         self.launcher = launcher
         self.options = options
-        self.limits = Limits(memory_mb=options.memory_mb)
+        self.limits = sandbox_limits(options)
         self._spare: Sandbox | None = None
 
     def grade(self, path: Path, core_graded: Callable[[Report], None] = lambda report: None) -> Report:

@@ -97,3 +97,25 @@ def test_a_submission_that_cannot_start_is_reported_for_the_core_level_and_for_t
     assert [(r.status, list(r.levels)) for r in shown] == [("error", ["core"])]
     assert "RuntimeError: not yet" in shown[0].message
     assert report.status == "error" and list(report.levels) == ["core", "followups", "extensions"]
+
+
+def test_watch_and_batch_sandboxes_get_a_plain_grades_limits(monkeypatch):
+    import harness.batch.pools
+
+    options = GradeOptions(memory_mb=300)
+    asked = []
+
+    class _Recording(_Launcher):
+        def __init__(self, *args) -> None:
+            super().__init__()
+
+        def sandbox(self, limits):
+            asked.append(limits)
+            return super().sandbox(limits)
+
+    with Watch(_Recording(), options) as watch:
+        watch.prepare()
+    monkeypatch.setattr(harness.batch.pools, "Launcher", _Recording)
+    harness.batch.pools.SandboxSource(options).new()
+    # The whole submission's processes together get twice one process's memory, in every way of grading.
+    assert [(limits.memory_mb, limits.tree_memory_mb) for limits in asked] == [(300, 600), (300, 600)]

@@ -14,8 +14,8 @@ from typing import Iterator, Sequence
 
 from harness.batch.collect import CollectedSubmission
 from harness.batch.grading import Graded, grade_one
-from harness.grade import GradeOptions
-from harness.sandbox import Launcher, Limits, Sandbox
+from harness.grade import GradeOptions, sandbox_limits
+from harness.sandbox import Launcher, Sandbox
 
 __all__ = ["LocalPool", "SandboxSource"]
 
@@ -28,7 +28,7 @@ class SandboxSource:
     """
 
     def __init__(self, options: GradeOptions) -> None:
-        self.limits = Limits(memory_mb=options.memory_mb)
+        self.limits = sandbox_limits(options)
         self.launcher = Launcher(options.isolation)
 
     def new(self) -> Sandbox:
