@@ -11,10 +11,9 @@ refused by the kernel: the report can only say less, never let more through.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Final
 
-__all__ = ["watch", "handler"]
+__all__ = ["handler"]
 
 _EVENTS: Final = {
     "os.fork": "os.fork()",
@@ -36,18 +35,12 @@ _WHY_SYSCALL: Final = ("reached the C library's syscall() through ctypes: any sy
                        "process whatever the route)")
 
 
-def watch(note: Callable[[str, str, int | None], None], line: Callable[[], int | None]) -> None:
-    """Call ``note(construct, why, line())`` once per submission line that tries to start a process.
-
-    Install before the submission is imported; an audit hook stays for the life of the process.
-    """
-    sys.addaudithook(handler(note, line))
-
-
 def handler(note: Callable[[str, str, int | None], None],
             line: Callable[[], int | None]) -> Callable[[str, tuple[Any, ...]], None]:
-    """``watch``'s audit handler, for a hook that serves it with others (every audit hook costs each event
-    a Python call: ``id()`` raises one, and an engine calls it per node). Watches ``fork_exec`` at once."""
+    """An audit handler that calls ``note(construct, why, line())`` once per submission line that tries to start
+    a process. The worker's one audit hook serves it with its others (every audit hook costs each event a Python
+    call: ``id()`` raises one, and an engine calls it per node); install it before the submission is imported.
+    Watches ``fork_exec`` at once."""
     seen: set[int | None] = set()
 
     def report(how: str, construct: str = "a new process", why: str = _WHY) -> None:
