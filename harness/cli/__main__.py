@@ -1,5 +1,5 @@
 """``python -m harness.cli``: the ``grade`` command."""
 
-from harness.cli.group import main
+from harness.cli.entry import run
 
-main()
+run()
