@@ -6,8 +6,9 @@ could plant later (where it could write at all) is never loaded.
 
 from __future__ import annotations
 
-import gc
+import contextlib
 
+from harness.collector import collector_paused
 from harness.sandbox import _linux
 
 __all__ = ["protect_grader"]
@@ -30,22 +31,17 @@ def protect_grader() -> None:
 
     # The first time, the imports' objects are made with the collector paused and frozen
     # afterwards: they live as long as the process, and no later collection scans them again.
-    first, collecting = not _IMPORTED, gc.isenabled()
+    # (Later, freezing would also keep what a grade left behind from ever being collected.)
+    first = not _IMPORTED
     if first:
-        gc.disable()
-    try:
+        _IMPORTED.append(True)
+    with collector_paused(freeze=True) if first else contextlib.nullcontext():
         _keep_hypothesis_out_of_the_users_folders()
         for name in _LATE_IMPORTS:
             try:
                 importlib.import_module(name)
             except ImportError:
                 pass
-    finally:
-        if first:
-            _IMPORTED.append(True)
-            gc.freeze()
-            if collecting:
-                gc.enable()
 
 
 _IMPORTED: list[bool] = []

@@ -27,7 +27,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     # programs and their comparison, the concepts, the interview's terms, and the result model
     # with the escaping of the candidate's text it carries.
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
-                             "harness.compare", "harness.lazy_modules", "harness.concepts", "harness.agreements",
+                             "harness.compare", "harness.lazy_modules", "harness.collector", "harness.concepts", "harness.agreements",
                              "harness.notebooks", "harness.report", "harness.report.model", "harness.report.safety",
                              "harness.options")),
     # What the source alone decides, before anything runs: reading the file, the static scan.

@@ -9,7 +9,6 @@ run in two lanes, each with a worker of its own, taking the costliest first from
 from __future__ import annotations
 
 import ast
-import gc
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
 from harness.checks.registry import Check
+from harness.collector import collector_paused
 from harness.integrity import member_line
 from harness.preflight import suggest_class
 from harness.report.model import CheckResult
@@ -114,15 +114,9 @@ def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context],
 
     # The checks make a few hundred thousand short-lived objects (the timing graphs alone); full
     # collections among them would pause both lanes for nothing: what is cyclic waits for the end.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with ThreadPoolExecutor(max_workers=LANES) as pool:
-            for future in [pool.submit(run_lane) for _ in range(LANES)]:
-                future.result()
-    finally:
-        if collecting:
-            gc.enable()
+    with collector_paused(), ThreadPoolExecutor(max_workers=LANES) as pool:
+        for future in [pool.submit(run_lane) for _ in range(LANES)]:
+            future.result()
     return results
 
 

@@ -278,16 +278,12 @@ def settle_after_imports() -> None:
     objects that are never garbage: collecting while it runs (two full collections)
     costs a tenth of a second for nothing, so the collector waits until it is done.
     """
-    import gc
+    from harness.collector import collector_paused
 
-    gc.disable()
-    try:
+    with collector_paused(freeze=True):
         import torch
 
         torch.set_num_threads(1)
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def _wait_for_change(path: Path, practice: Any = None, before: Any = None) -> None:

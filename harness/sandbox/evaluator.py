@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import torch
 
+from harness.collector import collector_paused
 from harness.integrity.audit import install as install_audit_hook
 from harness.sandbox.tripwires import Tripwires
 from harness.sandbox import processes
@@ -189,14 +190,8 @@ class Evaluator:
         it costs about the same whatever the graph's size: a run that happens to include
         one would make a linear engine look super-linear.
         """
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            with self.tripwires.untraced():
-                return self.do_run(request)
-        finally:
-            if enabled:
-                gc.enable()
+        with collector_paused(), self.tripwires.untraced():
+            return self.do_run(request)
 
     def do_deep_chain(self, request: dict[str, Any]) -> dict[str, Any]:
         """Backward through a chain of n additions; x.grad should be n + 1."""

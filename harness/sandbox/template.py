@@ -23,7 +23,6 @@ pair whose other end the grader holds.
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import resource
@@ -36,6 +35,7 @@ import time
 import traceback
 from typing import Any
 
+from harness.collector import collector_paused
 from harness.sandbox import _linux, as_user, view, zygote
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
@@ -46,15 +46,13 @@ _MIB = 1024 * 1024
 
 def main(fd: int) -> None:
     channel = socket.socket(fileno=fd)
-    gc.disable()  # the import's objects are never garbage: full collections while it runs only cost time
-    import torch
+    # The import's objects are never garbage: frozen, no later collection scans them again.
+    with collector_paused(freeze=True):
+        import torch
 
-    # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
-    torch.set_num_threads(1)
-    from harness.sandbox import evaluator, zygote  # noqa: F401  -- imported once, inherited by every worker
-
-    gc.freeze()  # and keep every later collection short
-    gc.enable()
+        # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
+        torch.set_num_threads(1)
+        from harness.sandbox import evaluator, zygote  # noqa: F401  -- imported once, inherited by every worker
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and are reaped by the kernel

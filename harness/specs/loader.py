@@ -10,7 +10,6 @@ agrees with every number it states.
 
 from __future__ import annotations
 
-import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
@@ -19,6 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import yaml
 
+from harness.collector import collector_paused
 from harness.lazy_modules import lazy_module
 from harness.specs.cases import ParsedCase, _CaseReader
 from harness.specs.format import CONCEPTS, DEFAULT_SPECS_DIR, Expectations, INITS, SpecCase, SpecError
@@ -74,15 +74,12 @@ def _loading() -> Iterator[None]:
     counting once the cases are built; any cycles are collected after the pause.
     """
     threads = torch.get_num_threads()
-    collecting = gc.isenabled()
     if threads != 1:
         torch.set_num_threads(1)
-    gc.disable()
     try:
-        yield
+        with collector_paused():
+            yield
     finally:
-        if collecting:
-            gc.enable()
         if threads != 1:
             torch.set_num_threads(threads)
 
