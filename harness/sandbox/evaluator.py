@@ -145,11 +145,13 @@ class Evaluator:
             described = {s["name"]: f"{s['name']} = " + OPS[s["op"]].render(
                 [a if isinstance(a, str) else repr(a) for a in s["args"]],
                 {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in wire["steps"]}
-            nodes = {id(results[name]): text for name, text in described.items() if name in results}
-            reply["error"] = error_facts(failed.where, failed.exc, nodes,
-                                         [results[name] for name in described if name in results])
-            if failed.where.startswith("forward: "):
+            if failed.where.startswith("forward: "):  # the step that raised is the node
+                reply["error"] = error_facts(failed.where, failed.exc)
                 reply["error"]["node"] = described.get(failed.where.removeprefix("forward: "), "")
+            else:  # backward: the traceback's frames say which node's rule raised
+                nodes = {id(results[name]): text for name, text in described.items() if name in results}
+                reply["error"] = error_facts(failed.where, failed.exc, nodes,
+                                             [results[name] for name in described if name in results])
         reply["seconds"] = time.perf_counter() - started
         names = [s["name"] for s in wire["steps"]] if observe_all else [wire["output"]]
         # Reading .grad or .data runs candidate code too (a property), so it is guarded as well.

@@ -44,28 +44,28 @@ def running_node(tb: Any, nodes: dict[int, str], objects: Sequence[Any], submiss
             return nodes[id(frame.f_locals["out"])]
     driver = own[0]
     recursive = [f for f in own if f.f_code is driver.f_code]
-    if len(recursive) == 1 and held(driver, but=("self",)):
-        return latest(held(driver, but=("self",)))
+    if len(recursive) == 1 and (ids := held(driver, but=("self",))):
+        return latest(ids)
+    graph_types = {type(o) for o in objects}
     for frame in reversed(own):
-        owner = _owner(frame, objects, nodes)
+        owner = _owner(frame, objects, graph_types, nodes)
         if owner is not None:
             return owner
     if id(recursive[-1].f_locals.get("self")) in nodes:
         return nodes[id(recursive[-1].f_locals["self"])]
     for frame in reversed(own):
-        if held(frame):
-            return latest(held(frame))
+        if ids := held(frame):
+            return latest(ids)
     return None
 
 
-def _owner(frame: Any, objects: Sequence[Any], nodes: dict[int, str]) -> str | None:
+def _owner(frame: Any, objects: Sequence[Any], graph_types: set[type], nodes: dict[int, str]) -> str | None:
     """The node that keeps the frame's first argument (a rule's context) as one of its attributes."""
     code = frame.f_code
     if not code.co_argcount:
         return None
     first = frame.f_locals.get(code.co_varnames[0])
-    if first is None or issubclass(type(first), (int, float, str, torch.Tensor)) \
-            or any(type(first) is type(o) for o in objects):
+    if first is None or issubclass(type(first), (int, float, str, torch.Tensor)) or type(first) in graph_types:
         return None  # a tensor of the graph (a helper's ``self``) is no rule's context
     for obj in objects:
         try:

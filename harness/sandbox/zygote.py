@@ -75,12 +75,7 @@ def _spawn(number: int, order: dict[str, Any], fds: list[int], limits: dict[str,
            namespaces: bool) -> int:
     """Fork a worker; with namespaces it is pid 1 of a new pid namespace (on a kernel older than 5.8, through
     a short-lived middle process)."""
-    if not namespaces:
-        pid = os.fork()
-        if pid == 0:
-            _become_worker(number, order, fds, limits, baseline_bytes, namespaces)
-        return pid
-    if _next_child_in_new_pid_namespace():
+    if not namespaces or _next_child_in_new_pid_namespace():
         pid = os.fork()
         if pid == 0:
             _become_worker(number, order, fds, limits, baseline_bytes, namespaces)
@@ -117,10 +112,7 @@ def _next_child_in_new_pid_namespace() -> bool:
     process unshares instead). One fork of the zygote, not two, per worker: a fork and an exit of a process
     that holds torch cost milliseconds of CPU each."""
     if not _OWN_PIDFD:
-        try:
-            _OWN_PIDFD.append(os.pidfd_open(os.getpid()))
-        except OSError:
-            _OWN_PIDFD.append(-1)
+        _OWN_PIDFD.append(_pidfd(os.getpid()))
     if _OWN_PIDFD[0] < 0:
         return False
     try:
