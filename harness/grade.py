@@ -36,7 +36,8 @@ if TYPE_CHECKING:  # imported when a grade runs: they import torch
     from harness.checks.context import Shared
     from harness.checks.registry import Check
 
-__all__ = ["GradeOptions", "grade", "grade_submission", "preflight", "planned_checks", "protect_grader", "spec_paths"]
+__all__ = ["GradeOptions", "grade", "grade_submission", "grade_scanned", "scanned", "preflight", "planned_checks",
+           "protect_grader", "spec_paths"]
 
 
 def grade(path: Path, options: GradeOptions, sandbox: Launcher | Sandbox) -> Report:
@@ -52,10 +53,15 @@ def grade_submission(submission: Submission, options: GradeOptions, sandbox: Lau
     closes), or the ``Launcher`` to open one from, once the grader's own imports are done
     (its template imports torch meanwhile); that one is closed when the grade ends.
     """
-    started = time.perf_counter()
     _check_options(options)
+    return grade_scanned(scanned(submission, options.variant), options, sandbox)
+
+
+def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launcher | Sandbox) -> Report:
+    """``grade_submission`` of a submission ``scanned`` already, with options ``preflight`` checked: ``--watch``
+    grades a save in two halves (the core level first), and scans it once."""
+    started = time.perf_counter()
     rubric = load_rubric(options.rubric)
-    submission = _scanned(submission, options.variant)
     limits = sandbox_limits(options)
     decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
     # The sandbox opens while the grader imports and plans; the submission runs only once both are done.
@@ -110,7 +116,7 @@ def preflight(path: Path, options: GradeOptions, *, isolation: str | None = None
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name, scan=False, follow_links=options.follow_links)
+        return read_submission(path, options.class_name, follow_links=options.follow_links)
     except Unrunnable as exc:
         unread = Submission(Path(path), "", exc.sha256, Findings())
         return _Grading(options, load_rubric(options.rubric), unread, isolation or _isolation_of(None)).report(
@@ -124,7 +130,7 @@ def _check_options(options: GradeOptions) -> None:
         raise HarnessError(f"unknown variant {options.variant!r} (choose from {', '.join(VARIANTS)})")
 
 
-def _scanned(submission: Submission, variant: str) -> Submission:
+def scanned(submission: Submission, variant: str) -> Submission:
     """The submission with the static scan's findings, but for what ``variant`` allows (which is no finding)."""
     findings = inspect_source(submission.text, str(submission.path))
     if variant != "tensor":

@@ -3,8 +3,9 @@
 What can be judged from the source alone is judged here, in milliseconds and
 without torch: a file that is not Python at all is bad input (``HarnessError``,
 exit 2); Python that cannot be graded (a syntax error, an empty file) is the
-submission's own failure (``Unrunnable``, status "error"); the static integrity
-scan runs on the parsed source. The source is never executed here.
+submission's own failure (``Unrunnable``, status "error"). The source is never
+executed here, nor scanned: the static integrity scan walks the modules a submission may
+use, torch among them, so it runs once the grade has imported torch (``grade.scanned``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Final
 
 from harness import notebooks
 from harness.errors import HarnessError
-from harness.integrity import Findings, inspect_source
+from harness.integrity import Findings
 
 __all__ = ["Submission", "Unrunnable", "read_submission", "read_capped", "MAX_SOURCE_BYTES"]
 
@@ -46,15 +47,11 @@ class Unrunnable(Exception):
         self.sha256 = sha256
 
 
-def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True,
-                    follow_links: bool = True) -> Submission:
-    """The submission at ``path``, read, parsed and (with ``scan``) scanned; never imported.
+def read_submission(path: Path, class_name: str = "Tensor", *, follow_links: bool = True) -> Submission:
+    """The submission at ``path``, read and parsed, never imported: what the source alone decides, in milliseconds.
 
     Only a regular file is read, and at most MAX_SOURCE_BYTES of it; ``follow_links=False``
     (a batch, whose files the candidates chose) refuses a symbolic link too.
-
-    The scan walks the modules a submission may use, torch among them, so it imports
-    torch: ``scan=False`` decides what the source alone decides, in milliseconds.
     """
     path = Path(path)
     raw = read_capped(path, MAX_SOURCE_BYTES, follow_links=follow_links)
@@ -85,7 +82,7 @@ def read_submission(path: Path, class_name: str = "Tensor", *, scan: bool = True
     if not _may_bind(tree, class_name):
         raise Unrunnable(f"the submission defines no class named {class_name!r}{suggest_class(tree, class_name)}",
                          sha256)
-    return Submission(path, text, sha256, inspect_source(text, str(path)) if scan else Findings(), note)
+    return Submission(path, text, sha256, Findings(), note)
 
 
 def read_capped(path: Path, cap: int, *, follow_links: bool = True) -> bytes:

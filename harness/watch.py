@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from harness.grade import GradeOptions, grade_submission, planned_checks, preflight, sandbox_limits
+from harness.grade import GradeOptions, grade_scanned, planned_checks, preflight, sandbox_limits, scanned
 from harness.report.model import Report, combine
 from harness.sandbox import Launcher, Sandbox
 
@@ -40,13 +40,14 @@ class Watch:
         early = preflight(path, options)
         if isinstance(early, Report):
             return early
+        early = scanned(early, options.variant)  # once for both halves: the variant is theirs alike
         box, self._spare = self._spare or self.launcher.sandbox(self.limits), None
         try:
             if options.level != "all":
-                return grade_submission(early, options, box)
-            core = grade_submission(early, dataclasses.replace(options, level="core"), box)
+                return grade_scanned(early, options, box)
+            core = grade_scanned(early, dataclasses.replace(options, level="core"), box)
             core_graded(core)
-            rest = grade_submission(early, dataclasses.replace(options, levels=REST), self.launcher)
+            rest = grade_scanned(early, dataclasses.replace(options, levels=REST), self.launcher)
             return rediagnose(combine(core, rest), options)
         finally:
             box.close()

@@ -29,7 +29,7 @@ def test_code_cells_are_the_source_and_magics_are_left_out_with_a_note():
 def test_a_notebook_is_read_as_its_code(tmp_path):
     path = tmp_path / "real.ipynb"
     path.write_bytes(_notebook(("code", "class Tensor:\n    pass\n")))
-    submission = read_submission(path, scan=False)
+    submission = read_submission(path)
     assert submission.text == "# cell 1\nclass Tensor:\n    pass\n" and submission.note.startswith("graded from")
 
 

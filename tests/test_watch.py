@@ -43,7 +43,7 @@ def calls(monkeypatch):
         seen.append((options.level, options.levels, sandbox))
         return _graded(options)
 
-    monkeypatch.setattr(harness.watch, "grade_submission", fake)
+    monkeypatch.setattr(harness.watch, "grade_scanned", fake)
     monkeypatch.setattr(harness.watch, "rediagnose", lambda report, options: report)
     return seen
 
@@ -67,6 +67,16 @@ def test_the_core_level_comes_first_in_the_spare_sandbox_then_the_rest_in_a_fres
     assert spare.closed
     assert [list(r.levels) for r in shown] == [["core"]]
     assert list(report.levels) == ["core", "followups", "extensions"]
+
+
+def test_a_save_is_scanned_once_for_both_halves(calls, solution, monkeypatch):
+    scans = []
+    real = harness.watch.scanned
+    monkeypatch.setattr(harness.watch, "scanned", lambda submission, variant: scans.append(variant) or real(
+        submission, variant))
+    with Watch(_Launcher(), GradeOptions()) as watch:
+        watch.grade(solution)
+    assert len(calls) == 2 and scans == ["tensor"]
 
 
 def test_one_level_is_one_grade_and_nothing_is_shown_early(calls, solution):

@@ -55,11 +55,11 @@ def test_a_class_under_another_name_is_suggested_from_the_source(tmp_path):
     path.write_text("class Value:\n    def __add__(self, o): ...\n    def __mul__(self, o): ...\n"
                     "    def backward(self): ...\n\nclass Helper:\n    pass\n")
     with pytest.raises(Unrunnable, match=r"no class named 'Tensor'; did you mean --class-name Value\?"):
-        read_submission(path, "Tensor", scan=False)
+        read_submission(path, "Tensor")
     # Nothing like an engine: no suggestion, still refused before anything runs.
     path.write_text("class Helper:\n    def backward(self): ...\n")
     with pytest.raises(Unrunnable, match=r"no class named 'Tensor'$"):
-        read_submission(path, "Tensor", scan=False)
+        read_submission(path, "Tensor")
 
 
 @pytest.mark.parametrize("source", [
@@ -71,7 +71,7 @@ def test_a_class_under_another_name_is_suggested_from_the_source(tmp_path):
 def test_a_name_bound_at_run_time_is_left_to_the_run(tmp_path, source):
     path = tmp_path / "solution.py"
     path.write_text(source)
-    assert read_submission(path, "Tensor", scan=False).path == path
+    assert read_submission(path, "Tensor").path == path
 
 
 def test_the_graders_own_sum_is_never_the_candidates_bug(launcher, tmp_path):
