@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from harness.grade import GradeOptions, grade
 from harness.vocabulary import LEVELS
 from harness.preflight import MAX_SOURCE_BYTES, read_capped
 from harness.report.model import Report
-from harness.report.render import render_markdown
+from harness.report.render import render_json, render_markdown
 from harness.report.rubric import load_rubric
 from harness.sandbox import Sandbox, SandboxUnavailable
 
@@ -41,9 +40,14 @@ class Graded:
     report: Report
     markdown: str
 
+    @classmethod
+    def of(cls, id: str, report: Report) -> Graded:
+        """A report made on this machine, read back from its JSON, with its write-up."""
+        return cls(id, Report.from_dict(report.to_dict()), render_markdown(report) + "\n")
+
     def json(self) -> str:
         """The report as ``results/<id>.json`` holds it."""
-        return json.dumps(self.report.to_dict(), indent=2) + "\n"
+        return render_json(self.report) + "\n"
 
 
 def grade_one(sub: CollectedSubmission, options: GradeOptions, new_sandbox: Callable[[], Sandbox],
@@ -74,10 +78,9 @@ def grade_one(sub: CollectedSubmission, options: GradeOptions, new_sandbox: Call
                 sandbox.close()
     if report.file != sub.origin:
         report = dataclasses.replace(report, file=sub.origin)
-    data = report.to_dict()
     # Wall time from the batch's side, sandbox start included (timings are not part of the contract).
-    data["timings"]["wall"] = round(time.perf_counter() - started, 3)
-    return Graded(sub.id, Report.from_dict(data), render_markdown(report) + "\n")
+    wall = round(time.perf_counter() - started, 3)
+    return Graded.of(sub.id, dataclasses.replace(report, timings={**report.timings, "wall": wall}))
 
 
 def not_graded(sub: CollectedSubmission, options: GradeOptions, message: str, started: float) -> Report:

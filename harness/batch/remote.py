@@ -74,9 +74,7 @@ class DaskPool:
                 else:  # the task itself failed (its worker died, say): the row says so
                     reason = future.exception() if future.status == "error" else future.status
                     report = not_graded(sub, self.options, f"the Dask task failed: {reason}", time.perf_counter())
-                    from harness.report.render import render_markdown
-
-                    yield Graded(sub.id, Report.from_dict(report.to_dict()), render_markdown(report) + "\n")
+                    yield Graded.of(sub.id, report)
         finally:
             self.client.cancel(futures)
 
