@@ -121,15 +121,11 @@ def _options(values: dict, isolation: str):
 
 def _check_settings(options) -> None:
     """A bad rubric or spec folder is the batch's usage error, found once before any grading."""
-    from harness.grade import planned_checks
+    from harness.plan import plan
     from harness.report.rubric import load_rubric
-    from harness.specs import SpecError
 
     load_rubric(options.rubric)
-    try:
-        planned_checks(options)
-    except SpecError as exc:
-        raise HarnessError(str(exc)) from None
+    plan(options)
 
 
 def _pool(options, jobs: int, scheduler: str | None, allow_basic: bool):
