@@ -32,9 +32,7 @@ def protect_grader() -> None:
     # The first time, the imports' objects are made with the collector paused and frozen
     # afterwards: they live as long as the process, and no later collection scans them again.
     # (Later, freezing would also keep what a grade left behind from ever being collected.)
-    first = not _IMPORTED
-    if first:
-        _IMPORTED.append(True)
+    first = not _HYPOTHESIS_HOME  # the first call is the one that gives hypothesis its home
     with collector_paused(freeze=True) if first else contextlib.nullcontext():
         _keep_hypothesis_out_of_the_users_folders()
         for name in _LATE_IMPORTS:
@@ -44,7 +42,6 @@ def protect_grader() -> None:
                 pass
 
 
-_IMPORTED: list[bool] = []
 _HYPOTHESIS_HOME: list[str] = []
 
 
