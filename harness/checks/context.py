@@ -65,6 +65,8 @@ class Evidence:
     program: Program
     observation: Observation | None
     expected: Outcome | None
+    hung: bool = False
+    """The run gave no answer in time (a check that reports its hang as an error says so here)."""
 
 
 class Failed(CheckEnded):

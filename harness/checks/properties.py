@@ -160,7 +160,7 @@ def _raise(ctx: Context, found: Counterexample | None, what: str) -> None:
         details["worst"] = verdict.mismatch.to_dict()
     what = f"failing graph ({found.situation})" if found.situation else "smallest failing graph"
     message = f"{what}: {program.expression()} -> {verdict.message}"
-    evidence = Evidence(program, found.observation, program.run_torch())
+    evidence = Evidence(program, found.observation, program.run_torch(), hung=verdict.kind == "timeout")
     if verdict.kind in ("error", "timeout"):
         raise CandidateError(message, **details).with_evidence(evidence)
     raise Failed(message, **details).with_evidence(evidence)

@@ -392,15 +392,11 @@ _UNNAMED: dict[str, tuple[str, str]] = {
 """Title and hint of a group no cause explains, by what went wrong (others: the checks' concept and hint)."""
 
 
-_HANG = re.compile(r"no answer within|time limit ran out|stopped unfinished")
-"""How a timed-out run reads in a check's message (the sandbox's words)."""
-
-
 def _failed_how(r: CheckResult) -> str:
     """What went wrong in a failure with a graph: a hang, an exception, a wrong value or gradient, or else."""
     ev = r.evidence
-    if r.outcome == "timeout" or (ev.observation is None and _HANG.search(r.message)):
-        return "hang"  # a property check reports a hang on its graph as an error with no observation
+    if r.outcome == "timeout" or ev.hung:
+        return "hang"  # a property check reports a hang on its graph as an error
     if ev.observation is None and r.outcome == "error" or ev.observation is not None and ev.observation.error:
         return "error"
     if ev.observation is None or ev.expected is None:

@@ -8,10 +8,13 @@ gradient, an exception, a hang), never given the hint of the concept its check i
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
-from harness.checks.context import Evidence, Failed, Observation
+from harness.checks.context import CandidateError, Evidence, Failed, Observation, Verdict
+from harness.checks.properties import Counterexample, _raise
 from harness.checks.targeted import memory_release
 from harness.checks.timing import wide_graph
 from harness.diagnosis.causes import diagnose
@@ -103,15 +106,27 @@ def test_a_wrong_gradient_in_the_memory_probe_is_charged_to_its_bug_not_to_memor
     assert [c.bug for c in causes] == ["overwrite"]
 
 
-def test_a_hang_is_titled_as_a_hang():
+def _properties_ending(kind: str, message: str, tmp_path) -> CheckResult:
+    """What the properties check reports when its graph ends with ``kind`` (an error, or a hang): its own ending."""
     two = torch.ones(2, 2, dtype=torch.float64)
     program = Program((Leaf("x0", two), Leaf("x1", two)), (Step("x2", "add", ("x0", "x1")), Step("x3", "sum", ("x2",))),
                       "x3")
-    # What the properties check reports when its graph hangs: an error with no observation.
-    result = CheckResult("core.properties", "core", "properties", "random graphs", "error",
-                         "failing graph (two leaves): x2 = x0 + x1; x3 = x2.sum() -> running x0 + x1: no answer within "
-                         "5 s (the process was killed)", details={"hint": "Read `grade explain properties`."},
-                         evidence=Evidence(program, None, program.run_torch()))
+    ctx = SimpleNamespace(path=tmp_path / "solution.py", class_name="Tensor")
+    with pytest.raises(CandidateError) as ended:
+        _raise(ctx, Counterexample(program, Verdict(kind, message)), "random graphs")
+    return CheckResult("core.properties", "core", "properties", "random graphs", "error", ended.value.message,
+                       details={"hint": "Read `grade explain properties`."}, evidence=ended.value.evidence)
+
+
+def test_a_hang_is_titled_as_a_hang(tmp_path):
+    result = _properties_ending("timeout", "running x0 + x1: no answer within 5 s (the process was killed)", tmp_path)
     _, causes = diagnose([result])
     assert [c.name for c in causes] == ["no answer in time on graphs around x0 + x1"]
     assert "loop" in causes[0].hint
+
+
+def test_an_exception_whose_words_read_like_a_hang_is_still_an_exception(tmp_path):
+    # The message is the submission's: its words cannot make an exception a hang.
+    result = _properties_ending("error", "running x0 + x1: raised RuntimeError: no answer within 5 s", tmp_path)
+    _, causes = diagnose([result])
+    assert [c.name for c in causes] == ["exceptions around x0 + x1"]
