@@ -17,7 +17,7 @@ import yaml
 
 from harness.errors import HarnessError
 
-__all__ = ["Concept", "DEPTHS", "concepts", "concept", "explain_line", "render_concept", "render_list"]
+__all__ = ["Concept", "DEPTHS", "concepts", "concept", "explain_line", "with_explain_line", "render_concept", "render_list"]
 
 DEPTHS: Final = ("junior", "middle", "senior", "principal")
 _KEYS: Final = ("title", "question", *DEPTHS, "example")
@@ -57,6 +57,14 @@ def concept(name: str) -> Concept:
 def explain_line(name: str) -> str:
     """The sentence that ends a failing check's hint."""
     return f"Read `grade explain {name}`."
+
+
+def with_explain_line(hint: str | None, name: str) -> str:
+    """``hint`` ended as a sentence, then ``explain_line``: how every hint of a failure ends."""
+    hint = (hint or "").rstrip()
+    if hint and not hint.endswith((".", "!", "?", ")")):
+        hint += "."
+    return f"{hint} {explain_line(name)}".strip()
 
 
 def render_list() -> str:

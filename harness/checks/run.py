@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
 from harness.checks.registry import Check
 from harness.collector import collector_paused
+from harness.concepts import with_explain_line
 from harness.integrity import member_line
 from harness.preflight import suggest_class
 from harness.report.model import CheckResult
@@ -147,22 +148,12 @@ def run_check(planned: Check, ctx: Context, timings: dict[str, float]) -> CheckR
     if outcome in FAILING and planned.hint and "hint" not in details:
         details = {**details, "hint": planned.hint}
     if outcome in FAILING:
-        details = {**details, "hint": _with_explain(details.get("hint"), planned.concept)}
+        details = {**details, "hint": with_explain_line(details.get("hint"), planned.concept)}
     if evidence is not None and outcome in ("failed", "error"):
         evidence, details = _smallest_reproduction(evidence, details, ctx)
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
     return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
-
-
-def _with_explain(hint: str | None, concept: str) -> str:
-    """A failing check's hint, ending with the concept to read about."""
-    from harness.concepts import explain_line
-
-    hint = (hint or "").rstrip()
-    if hint and not hint.endswith((".", "!", "?", ")")):
-        hint += "."
-    return f"{hint} {explain_line(concept)}".strip()
 
 
 def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:

@@ -16,7 +16,7 @@ import functools
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from harness.concepts import explain_line
+from harness.concepts import with_explain_line
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, explains_composed, describe, localise, operand_name
 from harness.diagnosis.matching import Match, alike, fails, match_evidence, match_signatures, match_violations
@@ -368,7 +368,7 @@ def _unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult],
             "explanation": (f"No catalogued bug reproduces these failures. The op nearest to what goes wrong "
                             f"is {syntax}; the smallest failing graph is {smallest.evidence.program.summary()}, "
                             f"where {_first_line(smallest.message)}"),
-            "hint": f"{hint.format(syntax=syntax)} {explain_line(concept)}" if hint else smallest.details.get("hint", ""),
+            "hint": with_explain_line(hint.format(syntax=syntax), concept) if hint else smallest.details.get("hint", ""),
             "checks": [r.id for r in members],
             "snippet": smallest.details.get("snippet", ""),
             "op": op, "operand": None, "symptom": None, "level": OPS[op].level if op in OPS else None,
