@@ -361,25 +361,23 @@ def memory_release(ctx: Context) -> None:
     facts = ctx.probe("memory_release", timeout=10.0)
     if "error" in facts:
         raise CandidateError(describe_error(facts["error"]))
-    x = torch.tensor(facts["x"]["values"], dtype=torch.float64).reshape(facts["x"]["shape"]).requires_grad_()
+    x = torch.tensor(facts["x"]["values"], dtype=torch.float64).reshape(facts["x"]["shape"])
     w = torch.tensor(facts["w"]["values"], dtype=torch.float64).reshape(facts["w"]["shape"])
-    h = (x @ w).relu()
-    (h * h).sum().backward()
+    # The probe's graph: h = relu(x @ w), then (h * h).sum(); torch's outcome is what x.grad must be.
+    program = _program({"x": (x, True), "w": (w, True)},
+                       [("a", "matmul", ["x", "w"]), ("h", "relu", ["a"]), ("k", "mul", ["h", "h"]), ("y", "sum", ["k"])])
+    expected = program.run_torch()
     got = facts.get("grad_x")
+    grad = torch.tensor(got["values"], dtype=torch.float64).reshape(got["shape"]) if isinstance(got, dict) \
+        and "values" in got and "shape" in got else None
     # Float32 storage is charged once, by core.conventions: here it gets float32's tolerance.
     tol = tolerance_for(facts["x"].get("dtype", "float64"), transcendental=False)
-    if not isinstance(got, dict) or "values" not in got or got.get("shape") != [4, 3] or compare(
-            torch.tensor(got["values"], dtype=torch.float64).reshape(4, 3), x.grad, tol, "x.grad") is not None:
+    if grad is None or got["shape"] != [4, 3] or compare(grad, expected.grads["x"], tol, "x.grad") is not None:
         # A wrong gradient, not a kept graph: the probe's graph as evidence, for the diagnosis to name its bug.
-        program = _program({"x": (x.detach(), True), "w": (w, True)},
-                           [("a", "matmul", ["x", "w"]), ("h", "relu", ["a"]), ("k", "mul", ["h", "h"]),
-                            ("y", "sum", ["k"])])
-        grad = torch.tensor(got["values"], dtype=torch.float64).reshape(got["shape"]) if isinstance(got, dict) \
-            and "values" in got and "shape" in got else None
         raise Failed("the gradient of x in the memory-release probe is wrong",
                      hint="the probe's gradient is wrong before its memory is judged: fix the failing gradient "
                           "checks first").with_evidence(
-            Evidence(program, Observation({}, {}, {"x": grad}, {}, None, 0.0), program.run_torch()))
+            Evidence(program, Observation({}, {}, {"x": grad}, {}, None, 0.0), expected))
     if facts.get("alive_after"):
         raise Failed(f"{facts['alive_after']} of 2 intermediate tensors are still alive after backward(): the "
                      "output keeps the whole graph (and its saved tensors) in memory")
