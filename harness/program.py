@@ -108,13 +108,17 @@ class Program:
     def leaf(self, name: str) -> Leaf:
         return next(leaf for leaf in self.leaves if leaf.name == name)
 
-    def output_requires_grad(self) -> bool:
-        """Whether any leaf that requires grad reaches the output: only then is backward called."""
+    def tracked(self) -> set[str]:
+        """The values autograd tracks: leaves that require grad, and every step that uses one."""
         tracked = {leaf.name for leaf in self.leaves if leaf.requires_grad and not leaf.raw}
         for step in self.steps:
             if not tracked.isdisjoint(step.args):  # numbers among the args never equal a name
                 tracked.add(step.name)
-        return self.output in tracked
+        return tracked
+
+    def output_requires_grad(self) -> bool:
+        """Whether any leaf that requires grad reaches the output: only then is backward called."""
+        return self.output in self.tracked()
 
     def live(self) -> Program:
         """The same program without steps that do not lead to the output (they cannot change a gradient)."""

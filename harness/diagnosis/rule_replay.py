@@ -34,7 +34,7 @@ def first_path(program: Program, values: dict[str, Any]) -> dict[str, Any]:
     """Leaf gradients of an engine that recurses into each input as soon as it has a gradient and passes a
     node on only once: the first path to reach a shared value is the only one that goes further."""
     steps = {s.name: s for s in program.steps}
-    tracked = _tracked(program)
+    tracked = program.tracked()
     out = values[program.output]
     upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
     leaves: dict[str, torch.Tensor] = {}
@@ -115,17 +115,8 @@ def forward(program: Program) -> dict[str, Any]:
     return cache
 
 
-def _tracked(program: Program) -> set[str]:
-    """The values autograd tracks: leaves that require grad, and every step that uses one."""
-    tracked = {leaf.name for leaf in program.leaves if leaf.requires_grad and not leaf.raw}
-    for step in program.steps:
-        if any(isinstance(a, str) and a in tracked for a in step.args):
-            tracked.add(step.name)
-    return tracked
-
-
 def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -> dict[str, Any]:
-    tracked = _tracked(program)
+    tracked = program.tracked()
     out = values[program.output]
     upstream = torch.ones_like(out) if program.upstream is None else program.upstream.to(torch.float64)
     grads: dict[str, torch.Tensor] = {program.output: upstream}
