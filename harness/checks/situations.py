@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
+from harness.checks.builders import program, tensor
 from harness.checks.strategies import IMAGE_HW, broadcasts_implicitly
 from harness.ops import INDEX, OpSpec, check_operands, needs_broadcasting, op
 from harness.program import Leaf, Program, Step
@@ -26,9 +27,8 @@ Situations = Sequence[tuple[str, Program]]
 
 
 def _program(leaves: dict[str, tuple[list, bool]], steps: list[tuple[str, str, tuple]]) -> Program:
-    built = tuple(Step(name, op, args) for name, op, args in steps)
-    return Program(tuple(Leaf(n, torch.tensor(v, dtype=torch.float64), rg) for n, (v, rg) in leaves.items()),
-                   built, built[-1].name)
+    """``builders.program`` with each leaf given as nested lists of float64 values."""
+    return program({n: (tensor(v), rg) for n, (v, rg) in leaves.items()}, steps)
 
 
 _M = [[1.0, -2.0], [3.0, 1.0]]  # square, not symmetric: a flipped transpose shows
