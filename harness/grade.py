@@ -24,7 +24,7 @@ from harness.options import GradeOptions
 from harness.plan import plan, planned_checks, spec_paths
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.protection import protect_grader
-from harness.report.model import CheckResult, Report
+from harness.report.model import CheckResult, Report, RootCause
 from harness.report.rubric import Rubric, load_rubric
 from harness.report.score import allot, score
 from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
@@ -247,7 +247,7 @@ class _Grading:
         return self.agreements.excuse(planned.requires) or not_credited(planned.concept, self.options.variant)
 
     def report(self, status: str, message: str, results: Sequence[CheckResult], points: dict[str, float],
-               timings: dict[str, float], *, found: _Found = _Found(), causes: tuple[dict[str, Any], ...] = (),
+               timings: dict[str, float], *, found: _Found = _Found(), causes: tuple[RootCause, ...] = (),
                diagnosis_error: str = "") -> Report:
         """The Report: ``results`` scored with ``points`` (``report.score.allot``), and everything the grade found."""
         options = self.options
