@@ -24,7 +24,7 @@ def main() -> None:
     import torch
 
     from harness.grade import GradeOptions, grade
-    from harness.sandbox import Sandbox
+    from harness.sandbox.launch import Sandbox
 
     torch.set_num_threads(1)  # as the command line does
     files = args.files or sorted((ROOT / "tests" / "corpus" / "bugs").glob("*.py"))

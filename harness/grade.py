@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from harness import __version__
 from harness.agreements import NOT_REQUIRED, Agreements
 from harness.errors import HarnessError
-from harness.integrity import Findings, inspect_source
+from harness.integrity.scan import Findings, inspect_source
 from harness.integrity.use import runs_at_import, settle
 from harness.options import GradeOptions
 from harness.plan import plan, planned_checks, spec_paths
@@ -27,7 +27,7 @@ from harness.protection import protect_grader
 from harness.report.model import CheckResult, Report, RootCause
 from harness.report.rubric import Rubric, load_rubric
 from harness.report.score import allot, score
-from harness.sandbox import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
+from harness.sandbox.launch import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
 from harness.sandbox.opening import Opening
 from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
 from harness.vocabulary import LEVELS

@@ -20,7 +20,7 @@ from typing import Final
 
 from harness import notebooks
 from harness.errors import HarnessError
-from harness.integrity import Findings
+from harness.integrity.scan import Findings
 
 __all__ = ["Submission", "Unrunnable", "read_submission", "read_capped", "MAX_SOURCE_BYTES"]
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 from harness.grade import GradeOptions, grade_scanned, planned_checks, preflight, sandbox_limits, scanned
 from harness.report.model import Report, combine
-from harness.sandbox import Launcher, Sandbox
+from harness.sandbox.launch import Launcher, Sandbox
 
 __all__ = ["Watch", "rediagnose"]
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from harness.report.model import Report
-from harness.sandbox import Launcher
+from harness.sandbox.launch import Launcher
 
 settings.register_profile(
     "ci",

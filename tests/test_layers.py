@@ -280,7 +280,7 @@ def test_the_reader_sees_every_kind_of_import():
     edges = imports(modules())
     assert "harness.cli.batch" in edges["harness.cli.group"]       # the lazy subcommands, by string
     assert "harness.checks.run" in edges["harness.grade"]          # an import inside a function
-    assert "harness.sandbox.channel" in edges["harness.sandbox.evaluator"]
+    assert "harness.sandbox.channel" in edges["harness.sandbox.worker.evaluator"]
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from harness.checks.context import Shared
 from harness.grade import GradeOptions, grade, planned_checks
 from harness.ops import OPS
 from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
-from harness.sandbox import Launcher
+from harness.sandbox.launch import Launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "tests" / "solutions"

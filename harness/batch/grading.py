@@ -23,7 +23,7 @@ from harness.preflight import MAX_SOURCE_BYTES, read_capped
 from harness.report.model import Report
 from harness.report.render import render_json, render_markdown
 from harness.report.rubric import load_rubric
-from harness.sandbox import Sandbox, SandboxUnavailable
+from harness.sandbox.launch import Sandbox, SandboxUnavailable
 
 __all__ = ["Graded", "grade_one", "not_graded", "source_sha256", "read_source"]
 

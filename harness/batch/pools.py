@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 from harness.batch.collect import CollectedSubmission
 from harness.batch.grading import Graded, grade_one
 from harness.grade import GradeOptions, sandbox_limits
-from harness.sandbox import Launcher, Sandbox
+from harness.sandbox.launch import Launcher, Sandbox
 
 __all__ = ["LocalPool", "SandboxSource"]
 

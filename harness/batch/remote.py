@@ -107,7 +107,7 @@ def grade_task(sid: str, origin: str, path: str, source: bytes | None, problem: 
     ``path`` is where the submission lies on the batch's machine: the report names it
     (the snippets import the submission from there), never the worker's temp folder.
     """
-    from harness.sandbox import bubblewrap_missing
+    from harness.sandbox.launch import bubblewrap_missing
 
     scratch = Path(tempfile.mkdtemp(prefix="grade-task-"))
     try:

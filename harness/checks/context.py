@@ -29,7 +29,7 @@ from harness.compare import (DEFAULT_TOLERANCE, Mismatch, Tolerance, as_zero_d, 
 from harness.checks.observation import Observation, decoded, describe_error
 from harness.integrity.evidence import from_reply, functions_run
 from harness.program import Outcome, Program, Step
-from harness.sandbox import Sandbox, Worker, WorkerDied, WorkerTimeout
+from harness.sandbox.launch import Sandbox, Worker, WorkerDied, WorkerTimeout
 from harness.report.safety import one_line
 
 __all__ = ["Context", "Observation", "Evidence", "Failed", "CandidateError", "CandidateTimeout", "NotAttempted",

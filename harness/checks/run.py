@@ -18,7 +18,7 @@ from harness.checks.context import CandidateError, CandidateTimeout, Context, Ev
 from harness.checks.registry import Check
 from harness.collector import collector_paused
 from harness.concepts import with_explain_line
-from harness.integrity import member_line
+from harness.integrity.scan import member_line
 from harness.preflight import suggest_class
 from harness.report.model import CheckResult
 from harness.vocabulary import FAILING, FEATURES

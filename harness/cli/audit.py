@@ -83,7 +83,7 @@ def run_audit(*, specs: Sequence[Path] = (), max_examples: int = 200, seed: int 
               bugs: Sequence[str] | None = None, progress: Callable[[str], None] | None = None) -> Audit:
     """Grade the reference and every chosen mutant as submissions; the kill matrix of the result."""
     from harness.grade import GradeOptions, grade
-    from harness.sandbox import Launcher
+    from harness.sandbox.launch import Launcher
 
     chosen = [b for b in BUGS if bugs is None or b.id in bugs]
     levels = tuple(level for level in LEVELS if any(level in audit_levels(b) for b in chosen))

@@ -45,7 +45,7 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
     from harness.batch.collect import collect
     from harness.batch.runner import BatchInterrupted, Outputs, check_outdir, run_batch, settings_record
     from harness.cli.group import visibility_rules
-    from harness.sandbox import SandboxUnavailable, bubblewrap_missing
+    from harness.sandbox.launch import SandboxUnavailable, bubblewrap_missing
 
     visibility = visibility_rules(grade_options.pop("visibility", ()))
 

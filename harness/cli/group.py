@@ -196,7 +196,7 @@ def specs_replaced(specs: tuple[Path, ...], only_specs: tuple[Path, ...]) -> boo
 
 
 def _launcher(isolation: str) -> Any:
-    from harness.sandbox import Launcher, SandboxUnavailable
+    from harness.sandbox.launch import Launcher, SandboxUnavailable
 
     try:
         return Launcher(isolation)  # imports torch in the sandbox while the grader does here

@@ -18,7 +18,7 @@ Not scanned: code under ``if __name__ == "__main__":`` (the candidate's own
 self-test; functions called only from there too), ``if TYPE_CHECKING:``
 blocks, annotations under ``from __future__ import annotations``, comments and
 strings (except constant strings handed to ``exec``/``eval``, which are
-scanned as code). The runtime tripwires (``harness.sandbox.tripwires``) see
+scanned as code). The runtime tripwires (``harness.sandbox.worker.tripwires``) see
 what no reading of the source can.
 """
 

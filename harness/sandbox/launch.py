@@ -133,7 +133,7 @@ class Launcher:
 
     def _command(self, fd: int) -> tuple[list[str], dict[str, str]]:
         harness_dir = Path(__file__).resolve().parent.parent
-        python = [sys.executable, "-P", "-s", "-m", "harness.sandbox.template", str(fd)]
+        python = [sys.executable, "-P", "-s", "-m", "harness.sandbox.trusted.template", str(fd)]
         env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1", "LANG": "C.UTF-8",
                "OMP_NUM_THREADS": "1"}
         if self.mode == "basic":

@@ -8,8 +8,11 @@ home above a pyenv Python does not stop the unprivileged sandbox user). Started 
 user by a root grader, bubblewrap first gets those paths within that user's reach
 (``as_user``).
 
-Never bound: the grader's checkout as a whole (its reference engine and tests are no
-submission's business); the grader's own package is bound on its own, at ``/grader/harness``.
+Never bound: the grader's checkout as a whole, or any of its packages (the reference engine,
+the bug catalogue, the spec library and the tests are no submission's business). The grader's
+modules the sandbox runs (``zone``) are bound one file at a time under ``/grader/harness``; when
+the grader is installed inside a bound site-packages (a regular install), its packages there
+are covered by an empty read-only tmpfs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ import os
 import site
 import sys
 from pathlib import Path
+from typing import Final
+
+from harness.sandbox.zone import zone_files
 
 __all__ = ["python_paths", "bubblewrap_view", "under"]
 
@@ -58,7 +64,7 @@ def python_paths(checkout: str | None = None) -> list[str]:
 
 def _grader_tree(path: str) -> bool:
     """A checkout of this grader, or a package of one (an editable install of another copy)."""
-    return any(os.path.exists(os.path.join(top, "harness", "sandbox", "template.py"))
+    return any(os.path.exists(os.path.join(top, "harness", "sandbox", "zone.py"))
                for top in (path, os.path.dirname(path)))
 
 
@@ -150,6 +156,28 @@ def bubblewrap_view(harness_dir: Path, as_root: bool) -> tuple[list[str], list[s
     for path in installation:
         if under(path, "/tmp"):
             bind(path, path)
-    bind(str(harness_dir), "/grader/harness")
+    root = harness_dir.parent
+    for package in own_packages(installation, root):
+        args += ["--tmpfs", package, "--remount-ro", package]
+    for file in zone_files(root):
+        bind(str(file), str(Path("/grader") / file.relative_to(root)))
     args += ["--chdir", "/tmp", "--setenv", "PYTHONPATH", "/grader", "--setenv", "HOME", "/tmp"]
     return args, sources
+
+
+OWN_PACKAGES: Final = ("harness", "reference", "candidate_template")
+"""The grader's top-level packages, as ``pyproject.toml`` lists them (``tests/test_installed.py`` holds
+this to the wheel's own folders)."""
+
+
+def own_packages(installation: list[str], root: Path) -> list[str]:
+    """The grader's packages inside the folders the sandbox binds (a regular install puts them in
+    site-packages, beside torch), wherever Python imports from: each is covered, so that nothing of
+    it is read there."""
+    folders = {os.path.realpath(p) for p in [*sys.path, str(root)] if p and os.path.isdir(p)}
+    found = []
+    for folder in sorted(folders):
+        if any(under(folder, path) for path in installation):
+            found += [os.path.join(folder, top) for top in OWN_PACKAGES
+                      if os.path.isdir(os.path.join(folder, top)) and not os.path.islink(os.path.join(folder, top))]
+    return found

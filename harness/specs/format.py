@@ -16,7 +16,10 @@ from harness.program import Outcome, Program
 torch = lazy_module("torch", globals())
 
 
-DEFAULT_SPECS_DIR: Final = Path(__file__).resolve().parents[2] / "specs"
+_PACKAGED_SPECS: Final = Path(__file__).resolve().parents[1] / "data" / "specs"
+DEFAULT_SPECS_DIR: Final = _PACKAGED_SPECS if _PACKAGED_SPECS.is_dir() else Path(__file__).resolve().parents[2] / "specs"
+"""The shipped spec library: the copy an installed package carries (``setup.py`` makes it from the
+repository's ``specs/``), or, in a checkout and an editable install, ``specs/`` itself."""
 
 CONCEPTS: Final = tuple(concepts())
 """The concepts a case may name: the registry ``grade explain`` prints."""

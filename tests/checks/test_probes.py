@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from harness.integrity import ReviewEntry
+from harness.integrity.scan import ReviewEntry
 from harness.checks.probes import draw_cost_graphs, draw_smooth_graphs, judge_accuracy, judge_backward_cost
 from harness.program import Leaf, Program, Step
 

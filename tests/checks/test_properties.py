@@ -14,7 +14,7 @@ from harness.checks.situations import BROADCAST_SITUATIONS, CORE_SITUATIONS, sit
 from harness.checks.strategies import op_graphs, reaches_output
 from harness.checks.registry import registered
 from harness.ops import OPS
-from harness.sandbox import Sandbox
+from harness.sandbox.launch import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"

@@ -20,7 +20,7 @@ from hypothesis import given, strategies as st
 from harness.checks.context import Context, Failed, Observation, Shared
 from harness.checks.targeted import backward_is_linear
 from harness.checks.timing import GROWTH_WIDTHS, SUPERLINEAR_EXPONENT, Growth, every_path, measure_growth, wide_graph
-from harness.sandbox import Sandbox
+from harness.sandbox.launch import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = ROOT / "corpus" / "conventions" / "reference_like.py"

@@ -16,7 +16,7 @@ from harness.diagnosis.catalogue import BUGS, bug
 from harness.grade import GradeOptions, grade
 from harness.ops import LEVELS
 from harness.report.render import render_text
-from harness.sandbox import Launcher
+from harness.sandbox.launch import Launcher
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
 ENTRIES = yaml.safe_load((CORPUS / "manifest.yaml").read_text())

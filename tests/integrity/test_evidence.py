@@ -1,6 +1,6 @@
 """What a worker's reply adds to the verdict: only evidence, type-checked, capped and made printable."""
 
-from harness.integrity import ReviewEntry
+from harness.integrity.scan import ReviewEntry
 from harness.integrity.evidence import from_reply
 
 _TRACKED = {"shape": [2], "dtype": "float64", "values": [1.0, 2.0], "autograd": True}

@@ -21,14 +21,14 @@ import yaml
 
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Shared
 from harness.grade import GradeOptions, grade
-from harness.integrity import inspect_source, member_line
+from harness.integrity.scan import inspect_source, member_line
 from harness.integrity.allowlist import WHY
 from harness.checks.probes import review_at_run_time
 from harness.integrity.use import NOT_RUN, settle
 from harness.program import Leaf, Program, Step
 from harness.report.model import exit_code
 from harness.report.render import render_json, render_text
-from harness.sandbox import Limits, Sandbox
+from harness.sandbox.launch import Limits, Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEATS = ROOT / "tests" / "corpus" / "cheats"

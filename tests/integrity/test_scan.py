@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from harness.integrity import Findings, ReviewEntry, inspect_source, member_line
+from harness.integrity.scan import Findings, ReviewEntry, inspect_source, member_line
 from harness.integrity.allowlist import WHY
 
 

@@ -1,6 +1,6 @@
 """The worker's guards, one behaviour each, on small submissions run in one sandbox.
 
-The audit hook (``harness.integrity.audit``) reports what an engine never needs
+The audit hook (``harness.sandbox.worker.audit``) reports what an engine never needs
 at the submission's line; the tripwires prove after every request that the
 guard is still in place; the memory and no_grad probes measure the
 submission's own objects. Every submission is a small correct engine plus one
@@ -17,7 +17,7 @@ import torch
 
 from harness.checks.context import CandidateError, Context, Shared
 from harness.program import Leaf, Program, Step
-from harness.sandbox import Limits, Sandbox
+from harness.sandbox.launch import Limits, Sandbox
 
 ENGINE = '''
 import torch

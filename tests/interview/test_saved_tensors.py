@@ -19,7 +19,7 @@ from harness.grade import GradeOptions, planned_checks
 from harness.report.model import CheckResult, Report
 from harness.report.render import render_json, render_markdown, render_text
 from harness.report.rubric import load_rubric
-from harness.sandbox import Limits
+from harness.sandbox.launch import Limits
 from harness.sandbox.schema import SchemaError, validate_reply
 
 from interview_engines import REFERENCE, write_engine

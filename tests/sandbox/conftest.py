@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.sandbox import bubblewrap_missing
+from harness.sandbox.launch import bubblewrap_missing
 
 UNPRIVILEGED_USER = "autograd-grader-test"
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from harness.sandbox import Launcher, Limits, WorkerDied
+from harness.sandbox.launch import Launcher, Limits, WorkerDied
 from harness.sandbox.cgroups import TreeLimits
 
 MIB = 1024 * 1024

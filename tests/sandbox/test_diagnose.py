@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import Launcher, SandboxUnavailable, bubblewrap_missing, diagnose
+from harness.sandbox import diagnose
+from harness.sandbox.launch import Launcher, SandboxUnavailable, bubblewrap_missing
 
 
 def test_a_folder_the_sandbox_user_cannot_enter_is_named_with_its_mode_and_the_remedy():

@@ -20,7 +20,7 @@ def test_no_module_is_imported_after_submissions_have_run():
     script = textwrap.dedent(f"""
         import sys
         from harness.grade import GradeOptions, grade, protect_grader
-        from harness.sandbox import Launcher
+        from harness.sandbox.launch import Launcher
         protect_grader()
         before = set(sys.modules)
         with Launcher() as launcher:

@@ -53,7 +53,7 @@ import yaml
 from harness.grade import GradeOptions, grade
 from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
 from harness.report.render import render_json, render_markdown, render_text
-from harness.sandbox import Launcher, bubblewrap_missing
+from harness.sandbox.launch import Launcher, bubblewrap_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "hostile"
@@ -143,7 +143,7 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 import test_hostile as t
 t.refuse_user_namespaces()
-from harness.sandbox import Launcher
+from harness.sandbox.launch import Launcher
 from harness.sandbox.cleanup import remove_tree
 sys.dont_write_bytecode = True
 with Launcher("basic") as launcher:

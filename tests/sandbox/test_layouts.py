@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import bubblewrap_missing
+from harness.sandbox.launch import bubblewrap_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = Path(os.path.realpath(sys.base_prefix))
@@ -98,7 +98,7 @@ def _script(home: Path, work: Path, grader: Path, owner: str | None) -> str:
 _AS_USER = """
 import json, sys
 from harness.grade import GradeOptions, grade
-from harness.sandbox import Launcher
+from harness.sandbox.launch import Launcher
 sys.path.insert(0, "{tests}")
 from conftest import UNPRIVILEGED_USER
 with Launcher("sandbox", user=UNPRIVILEGED_USER) as launcher:

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from harness.sandbox import Limits, SandboxUnavailable
+from harness.sandbox.launch import Limits, SandboxUnavailable
 from harness.sandbox.opening import Opening
 
 

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 import torch
 
-from harness.sandbox.running_node import running_node
+from harness.sandbox.worker.running_node import running_node
 
 CLOSURES = """
 class Tensor:

@@ -6,10 +6,13 @@ Every test runs twice: inside bubblewrap ("sandbox") and with the fallback ("bas
 import os
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
-from harness.sandbox import Launcher, Limits, SandboxUnavailable, WorkerDied, WorkerTimeout, bubblewrap_missing
+import harness
+from harness.sandbox.launch import Launcher, Limits, SandboxUnavailable, WorkerDied, WorkerTimeout, bubblewrap_missing
+from harness.sandbox.view import bubblewrap_view
 
 ENGINE = '''
 import torch
@@ -260,27 +263,60 @@ def test_requiring_the_sandbox_without_bubblewrap_is_refused(monkeypatch):
         Launcher("sandbox")
 
 
+def _mount_points() -> list[str]:
+    """Where anything is mounted in a sandbox: the host's mounts (the basic sandbox remounts them) and
+    every place bubblewrap's view binds, makes or mounts something."""
+    points = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            points.add(line.split()[4].encode().decode("unicode_escape"))
+    args, _ = bubblewrap_view(Path(harness.__file__).resolve().parent, as_root=os.geteuid() == 0)
+    for i, arg in enumerate(args):
+        if arg in ("--ro-bind", "--bind", "--symlink"):
+            points.add(args[i + 2])
+        elif arg in ("--tmpfs", "--dir", "--dev", "--proc", "--remount-ro"):
+            points.add(args[i + 1])
+    return sorted(points)
+
+
 def test_nothing_outside_the_private_tmpfs_is_writable(sandbox, tmp_path):
     # Started by an unprivileged user, bubblewrap's own root, /etc, /dev and /dev/shm are
     # tmpfs folders the submission owns: unlimited, and shared with later submissions.
-    body = '''
+    # A read-only mount refuses writes in every folder below it, so the probe tries each mount
+    # and every folder on the way to one, and walks only what is not mounted read-only: its work
+    # does not grow with the size of the Python installation (a worker has no /proc to read the
+    # mount table from, so the test hands it every place something may be mounted).
+    body = f'''
     import os
-    writable = []
-    for root, dirs, _files in os.walk("/"):
-        if root.startswith(("/tmp", "/proc", "/sys")):
-            dirs[:] = []
+    points = {_mount_points()!r}
+    def skipped(path):
+        return path.startswith(("/tmp", "/proc", "/sys"))
+    folders, walked = set(), 0
+    for point in points:
+        if skipped(point) or not os.path.isdir(point) or os.path.islink(point):
             continue
+        parts = point.rstrip("/").split("/")
+        folders |= {{"/".join(parts[:i]) or "/" for i in range(1, len(parts) + 1)}}
+        if not os.statvfs(point).f_flag & os.ST_RDONLY:
+            for root, dirs, _files in os.walk(point):
+                walked += 1
+                if skipped(root) or os.statvfs(root).f_flag & os.ST_RDONLY:
+                    dirs[:] = []
+                    continue
+                folders.add(root)
+    writable = []
+    for folder in sorted(folders):
         try:
-            os.close(os.open(os.path.join(root, ".probe"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(os.open(os.path.join(folder, ".probe"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError:
             continue
-        os.unlink(os.path.join(root, ".probe"))
-        writable.append(root)
-    print(writable)
+        os.unlink(os.path.join(folder, ".probe"))
+        writable.append(folder)
+    print(len(folders) > 10, walked < 20000, writable)
     '''
     worker = sandbox.spawn(_write(tmp_path, body))
     worker.kill()
-    assert worker.output()["stdout"].strip() == "[]"
+    assert worker.output()["stdout"].strip() == "True True []", worker.output()
 
 
 def test_memory_that_no_limit_counts_is_refused(sandbox, tmp_path):

@@ -10,8 +10,8 @@ import itertools
 
 import torch
 
-from harness.sandbox.autograd_guard import AutogradGuard, autograd_tensors, carries_autograd
-from harness.sandbox.tripwires import Tripwires
+from harness.sandbox.worker.autograd_guard import AutogradGuard, autograd_tensors, carries_autograd
+from harness.sandbox.worker.tripwires import Tripwires
 
 
 class _Innocent(torch.Tensor):

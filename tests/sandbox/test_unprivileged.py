@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.grade import GradeOptions, grade
-from harness.sandbox import Launcher, Limits
+from harness.sandbox.launch import Launcher, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: every sandbox test covers this path")

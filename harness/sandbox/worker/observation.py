@@ -14,8 +14,8 @@ from typing import Any, Sequence
 import torch
 
 from harness.program import encode_tensor
-from harness.sandbox.autograd_guard import carries_autograd
-from harness.sandbox.running_node import running_node
+from harness.sandbox.worker.autograd_guard import carries_autograd
+from harness.sandbox.worker.running_node import running_node
 
 __all__ = ["SUBMISSION_FILE", "data_of", "error_facts", "has_member", "observe_tensor", "requires_grad_of"]
 

@@ -13,7 +13,7 @@ in place) are also refused: the call raises ``PermissionError``. Loading
 libraries and calling C functions through ``ctypes`` is left to the sandbox
 (its tests drive the kernel's defences that way) and only reported here.
 Process creation is refused by the sandbox's seccomp filter and reported by
-``harness.sandbox.processes``' own audit hook.
+``harness.sandbox.worker.processes``' own audit hook.
 
 An event is the submission's when the first frame outward from it that is
 not the standard library's is in the submission's file: the submission called

@@ -9,12 +9,10 @@ from typing import Any, Final
 
 __all__ = ["Snapshot"]
 
-_WATCHED_MODULES: Final = ("harness.sandbox.evaluator", "harness.sandbox.observation", "harness.sandbox.measures",
-                           "harness.integrity.audit", "harness.sandbox.channel", "harness.sandbox.tripwires",
-                           "harness.sandbox.autograd_guard", "harness.sandbox.patch_snapshot",
-                           "harness.program", "harness.ops", "torch.autograd", "torch.autograd.graph",
-                           "torch.autograd.variable", "torch.overrides", "gc", "threading", "_thread")
-"""Modules whose functions and classes a submission has no business replacing in the worker."""
+_WATCHED_MODULES: Final = ("torch.autograd", "torch.autograd.graph", "torch.autograd.variable", "torch.overrides",
+                           "gc", "threading", "_thread")
+"""Modules whose functions and classes a submission has no business replacing in the worker; and every
+module of the grader's that the worker has loaded (``_grader_modules``): what the sandbox binds."""
 _WATCHED_NAMES: Final = {"torch": ("Tensor", "tensor", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled"),
                          "torch._C": ("_ImperativeEngine", "_enter_dual_level", "_exit_dual_level", "TensorBase",
                                       "DisableTorchFunction", "_is_torch_function_mode_enabled"),
@@ -32,7 +30,7 @@ class Snapshot:
     def __init__(self) -> None:
         self.parts: list[tuple[str, Any, dict[str, int]]] = []
         self.modules: dict[str, Any] = {}
-        for module_name in _WATCHED_MODULES:
+        for module_name in (*_grader_modules(), *_WATCHED_MODULES):
             module = sys.modules.get(module_name)
             if module is not None:
                 self.modules[module_name] = module
@@ -59,7 +57,7 @@ class Snapshot:
                 self._add(f"{label}.{k}", v, None)
 
     def changed(self) -> list[str]:
-        """What is no longer the object it was: ``harness.sandbox.evaluator.Evaluator.do_run`` and the like."""
+        """What is no longer the object it was: ``harness.sandbox.worker.evaluator.Evaluator.do_run`` and the like."""
         found = [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
         for label, owner, watched in self.parts:
             members = vars(owner)
@@ -70,4 +68,10 @@ class Snapshot:
 
 
 _WATCHABLE: Final = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
-                     types.WrapperDescriptorType, types.GetSetDescriptorType, type)
+                     types.WrapperDescriptorType, types.GetSetDescriptorType, types.MethodWrapperType, type)
+
+
+def _grader_modules() -> list[str]:
+    """The grader's modules loaded in this process, by name: the sandbox's zone, as the worker sees it
+    (no list of them to keep: a module added to the worker's side is watched once it is imported)."""
+    return sorted(name for name in list(sys.modules) if name == "harness" or name.startswith("harness."))

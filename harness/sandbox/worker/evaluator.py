@@ -24,17 +24,17 @@ from typing import Any, Callable
 import torch
 
 from harness.collector import collector_paused
-from harness.integrity.audit import install as install_audit_hook
-from harness.sandbox.tripwires import Tripwires
-from harness.sandbox import processes
+from harness.sandbox.worker.audit import install as install_audit_hook
+from harness.sandbox.worker.tripwires import Tripwires
+from harness.sandbox.worker import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
-from harness.sandbox.formulas import foreign_formulas
-from harness.sandbox.saved import kept_storages, storage_key
+from harness.sandbox.worker.formulas import foreign_formulas
+from harness.sandbox.worker.saved import kept_storages, storage_key
 from harness.variants import FOREIGN_FORMULA
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
-from harness.sandbox.measures import count_alive, counting_python_calls, reachable, reachable_of_shape, weak
-from harness.sandbox.observation import (SUBMISSION_FILE, data_of, error_facts, has_member, observe_tensor,
+from harness.sandbox.worker.measures import count_alive, counting_python_calls, reachable, reachable_of_shape, weak
+from harness.sandbox.worker.observation import (SUBMISSION_FILE, data_of, error_facts, has_member, observe_tensor,
                                          requires_grad_of)
 
 
@@ -407,22 +407,26 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     tripwires = Tripwires(path)
     tripwires.install()
     install_audit_hook(path, tripwires.note, also=processes.handler(tripwires.note, tripwires.candidate_line))
+    # The import may rebind any name of this module or of the tripwires': what runs after it is
+    # taken now, so a replaced function is found by the snapshot instead of running in its place.
+    report, after_request, make_evaluator = tripwires.report, tripwires.after_request, Evaluator
+    send, receive, facts_of = send_message, recv_message, error_facts
     try:
         with tripwires.guarded():
             module = load_submission(path, module_name)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are the candidate's too
-        send_message(sock, tripwires.report({"kind": "import_error", "error": error_facts("import", exc)}))
+        send(sock, report({"kind": "import_error", "error": facts_of("import", exc)}))
         return
-    evaluator = Evaluator(module, class_name, tripwires)
+    evaluator = make_evaluator(module, class_name, tripwires)
     hello = {"kind": "ready", **evaluator.do_hello({})}
-    tripwires.after_request()  # integrity: what the import left behind
-    send_message(sock, tripwires.report(hello))
+    after_request()  # integrity: what the import left behind
+    send(sock, report(hello))
     while True:
-        request = recv_message(sock, **TRUSTED_LIMITS)
+        request = receive(sock, **TRUSTED_LIMITS)
         if request is None:
             return
         try:
             reply = evaluator.handle(request)
         except BaseException as exc:
-            reply = tripwires.report({"error": error_facts(str(request.get("kind")), exc)})
-        send_message(sock, reply)
+            reply = report({"error": facts_of(str(request.get("kind")), exc)})
+        send(sock, reply)

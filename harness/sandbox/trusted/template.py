@@ -17,7 +17,7 @@ Importing torch dominates start-up, so it happens here, once, before any torch
 op has run; every zygote is a fork of this process and starts in milliseconds.
 No zygote is ever reused for a second submission.
 
-Run as ``python -m harness.sandbox.template FD`` with FD one end of a socket
+Run as ``python -m harness.sandbox.trusted.template FD`` with FD one end of a socket
 pair whose other end the grader holds.
 """
 
@@ -36,7 +36,8 @@ import traceback
 from typing import Any
 
 from harness.collector import collector_paused
-from harness.sandbox import _linux, as_user, view, zygote
+from harness.sandbox import _linux, as_user, view
+from harness.sandbox.trusted import zygote
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
 
 _NAMESPACES = (_linux.CLONE_NEWUSER | _linux.CLONE_NEWNS | _linux.CLONE_NEWPID | _linux.CLONE_NEWIPC
@@ -52,7 +53,7 @@ def main(fd: int) -> None:
 
         # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
         torch.set_num_threads(1)
-        from harness.sandbox import evaluator, zygote  # noqa: F401  -- imported once, inherited by every worker
+        from harness.sandbox.worker import evaluator  # noqa: F401  -- imported once, inherited by every worker
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and are reaped by the kernel
@@ -120,7 +121,7 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     """
     import torch
 
-    from harness.sandbox import zygote
+    from harness.sandbox.trusted import zygote
 
     os.setsid()
     _close_all_but({zygote_fd, report_fd})

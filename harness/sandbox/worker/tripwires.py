@@ -35,8 +35,8 @@ from typing import Any, Callable, Final, Iterator
 
 import torch
 
-from harness.sandbox.autograd_guard import MAX_FINDINGS, AutogradGuard, WatchedEngine, autograd_tensors
-from harness.sandbox.patch_snapshot import Snapshot
+from harness.sandbox.worker.autograd_guard import MAX_FINDINGS, AutogradGuard, WatchedEngine, autograd_tensors
+from harness.sandbox.worker.patch_snapshot import Snapshot
 
 __all__ = ["Tripwires"]
 
@@ -267,7 +267,7 @@ class Tripwires:
     def _check_saved_tensor_hook(self) -> None:
         top = torch._C._autograd._top_saved_tensors_default_hooks(False)
         pack = top[0] if isinstance(top, tuple) and top else None
-        if getattr(pack, "__func__", None) is not Tripwires._packed or getattr(pack, "__self__", None) is not self:
+        if getattr(pack, "__func__", None) is not _PACKED or getattr(pack, "__self__", None) is not self:
             _FLAG(self, f"{_DISABLED}: its saved-tensor hook was removed or covered")
             torch._C._autograd._push_saved_tensors_default_hooks(self._packed, _unpacked)
         if not torch._C._autograd._saved_tensors_hooks_is_enabled():
@@ -324,6 +324,8 @@ class Tripwires:
 _FLAG: Final = Tripwires.flag
 """The class's own ``flag``, kept apart: a submission that shadows ``flag`` on the instance (or the class)
 silences what the guard sees, not the report that the guard was touched."""
+_PACKED: Final = Tripwires._packed
+"""The class's own hook, kept apart for the same reason: the module's name ``Tripwires`` may be rebound."""
 
 
 def _unpacked(tensor: torch.Tensor) -> torch.Tensor:
