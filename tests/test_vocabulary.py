@@ -15,7 +15,7 @@ def test_failing_outcomes_are_outcomes():
 
 def test_the_worker_reports_exactly_the_features_the_vocabulary_names():
     # Read from the worker's source: running a worker here would cost a sandbox for one dict.
-    tree = ast.parse((ROOT / "harness" / "sandbox" / "evaluator.py").read_text())
+    tree = ast.parse((ROOT / "harness" / "sandbox" / "worker" / "evaluator.py").read_text())
     hello = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "do_hello")
     keys = {k.value for n in ast.walk(hello) if isinstance(n, ast.Dict)
             for k in n.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}

@@ -67,7 +67,7 @@ def fake(monkeypatch):
 
     monkeypatch.setattr(grading, "grade", grade)
     monkeypatch.setattr(pools, "SandboxSource", FakeSource)
-    monkeypatch.setattr("harness.sandbox.bubblewrap_missing", lambda: None)
+    monkeypatch.setattr("harness.sandbox.launch.bubblewrap_missing", lambda: None)
     return calls, sandboxes
 
 
@@ -162,7 +162,7 @@ def test_a_sandbox_that_cannot_start_is_one_row(fake, subs, tmp_path, monkeypatc
 
 
 def test_without_bubblewrap_the_batch_refuses(fake, subs, tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.sandbox.bubblewrap_missing", lambda: "bubblewrap is not installed")
+    monkeypatch.setattr("harness.sandbox.launch.bubblewrap_missing", lambda: "bubblewrap is not installed")
     result = invoke(subs, "-o", tmp_path / "out")
     assert result.exit_code == 2
     assert result.stderr == ("error: batch grading runs each submission in the bubblewrap sandbox, and bubblewrap "
