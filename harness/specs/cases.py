@@ -17,7 +17,7 @@ from harness.ops import LEVELS, OPS, needs_broadcasting
 from harness.program import DTYPES, Leaf, Outcome, Program, ProgramError
 from harness.specs.expressions import BuiltStep, ExprError, compile_expression
 from harness.specs.format import (CASE_KEYS, CONCEPTS, EXPECT_KEYS, Expectations, INITS, INPUT_KEYS,
-                                  REQUIRED_CASE_KEYS, SpecCase, SpecError, TOLERANCE_KEYS, UPSTREAM_KEYS, _BOUNDS, _ID,
+                                  MAX_ELEMENTS, REQUIRED_CASE_KEYS, SpecCase, SpecError, TOLERANCE_KEYS, UPSTREAM_KEYS, _BOUNDS, _ID,
                                   _NAME, _float64, _generate, _recipe)
 from harness.specs.yaml_nodes import Entries, _Source, _bool, _check_keys, _fmt, _mapping, _nested, _number, _string
 
@@ -278,6 +278,9 @@ class _CaseReader:
             if size < 1:
                 raise self.src.error(item, f"sizes must be positive, got {size}")
             sizes.append(int(size))
+            if math.prod(sizes) > MAX_ELEMENTS:
+                raise self.src.error(node, f"{what} would hold {math.prod(sizes):,} elements or more; a spec tensor "
+                                           f"holds at most {MAX_ELEMENTS:,}")
         return tuple(sizes)
 
     def _bounds(self, entries: Entries, init: str, what: str) -> tuple[Any, Any]:

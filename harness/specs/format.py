@@ -21,6 +21,13 @@ DEFAULT_SPECS_DIR: Final = _PACKAGED_SPECS if _PACKAGED_SPECS.is_dir() else Path
 """The shipped spec library: the copy an installed package carries (``setup.py`` makes it from the
 repository's ``specs/``), or, in a checkout and an editable install, ``specs/`` itself."""
 
+MAX_ELEMENTS: Final = 1_000_000
+"""The most elements a tensor of a spec case may hold (an input, or any step's result): 8 MB in float64,
+500 times the largest shipped case. Checked before anything is allocated, since the grader reads
+spec files in its own process."""
+MAX_FILE_BYTES: Final = 1024 * 1024
+"""The largest spec file read."""
+
 CONCEPTS: Final = tuple(concepts())
 """The concepts a case may name: the registry ``grade explain`` prints."""
 INITS: Final = ("randn", "uniform", "ints", "randint", "zeros", "ones", "arange")

@@ -10,6 +10,8 @@ agrees with every number it states.
 
 from __future__ import annotations
 
+import os
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
@@ -21,7 +23,7 @@ import yaml
 from harness.collector import collector_paused
 from harness.lazy_modules import lazy_module
 from harness.specs.cases import ParsedCase, _CaseReader
-from harness.specs.format import CONCEPTS, DEFAULT_SPECS_DIR, Expectations, INITS, SpecCase, SpecError
+from harness.specs.format import CONCEPTS, DEFAULT_SPECS_DIR, MAX_FILE_BYTES, Expectations, INITS, SpecCase, SpecError
 from harness.specs.yaml_nodes import _Source, _compose, split_lines
 
 torch = lazy_module("torch", globals())
@@ -93,8 +95,8 @@ def parse_file(path: str | Path, text: str | None = None, *, check_expectations:
 def _parse_file(path: Path, text: str | None, check_expectations: bool) -> ParsedFile:
     if text is None:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_capped(path)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             return ParsedFile(path, "", None, [], [SpecError(path, 1, 1, f"cannot read the file: {exc}")])
     src = _Source(str(path), text)
     try:
@@ -115,12 +117,23 @@ def _parse_file(path: Path, text: str | None, check_expectations: bool) -> Parse
     return ParsedFile(path, text, root, cases, [])
 
 
+def read_capped(path: Path) -> str:
+    """A spec file's text, read only when it is a regular file of at most ``MAX_FILE_BYTES``."""
+    with open(path, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_FILE_BYTES // 1024} KiB, the most a spec file may hold")
+    return data.decode("utf-8")
+
+
 def case_ids(path: str | Path, text: str | None = None) -> list[tuple[str, SpecError]]:
     """The ids a spec file declares, each with its position; a quick read that validates nothing else."""
     try:
-        text = Path(path).read_text(encoding="utf-8") if text is None else text
+        text = read_capped(Path(path)) if text is None else text
         root = _compose(_Source(str(path), text))
-    except (OSError, UnicodeDecodeError, SpecError):
+    except (OSError, UnicodeDecodeError, ValueError, SpecError):
         return []
     nodes = root.value if isinstance(root, yaml.SequenceNode) else [root] if root is not None else []
     found = []
