@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from harness import notebooks
-from harness.errors import HarnessError
+from harness.errors import HarnessError, MissingSubmission
 from harness.integrity.scan import Findings
 
 __all__ = ["Submission", "Unrunnable", "read_submission", "read_capped", "MAX_SOURCE_BYTES"]
@@ -96,7 +96,7 @@ def read_capped(path: Path, cap: int, *, follow_links: bool = True) -> bytes:
     try:
         info = os.stat(path) if follow_links else os.lstat(path)
     except FileNotFoundError:
-        raise HarnessError(f"{path}: no such file") from None
+        raise MissingSubmission(path, _gradable_beside(path)) from None
     except OSError as exc:
         raise HarnessError(f"{path}: cannot read the submission: {exc.strerror}") from None
     _check_kind(path, info.st_mode, info.st_size, cap)
@@ -122,6 +122,16 @@ def read_capped(path: Path, cap: int, *, follow_links: bool = True) -> bytes:
     if size > cap:
         raise HarnessError(f"{path}: more than {cap:,} bytes is too large for a submission (at most {cap:,})")
     return b"".join(chunks)
+
+
+def _gradable_beside(path: Path, most: int = 5) -> list[str]:
+    """The Python files and notebooks in the folder of a missing ``path`` (a few, sorted): what was probably meant."""
+    try:
+        with os.scandir(os.path.dirname(path) or ".") as entries:
+            names = sorted(e.name for e in entries if e.name.endswith((".py", ".ipynb")) and not e.name.startswith("."))
+    except OSError:
+        return []
+    return names[:most] + ([f"and {len(names) - most} more"] if len(names) > most else [])
 
 
 def _check_kind(path: Path, mode: int, size: int, cap: int) -> None:

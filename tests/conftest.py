@@ -50,3 +50,17 @@ def assert_reads_back(report: Report) -> Report:
 def reads_back() -> Callable[[Report], Report]:
     """``assert_reads_back`` for the tests that grade a corpus: every report they make is read back too."""
     return assert_reads_back
+
+
+@pytest.fixture(scope="session")
+def built_grader():
+    """(sdist, wheel) of the grader, built once per run with the standard frontend (``installing.build``)."""
+    import shutil
+
+    from installing import build, private_folder
+
+    folder = private_folder("build")
+    try:
+        yield build(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, MissingSubmission
 from harness.report.formats import FORMATS
 
 LEVEL_CHOICES = ("core", "followups", "extensions", "all")
@@ -153,6 +153,8 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
         _watch(path, options, fmt, colour, verbose, output_dir, session)
     try:
         early = preflight(path, options)  # no torch yet: the sandbox's import starts first
+    except MissingSubmission as exc:
+        _fail(str(exc), GRADESCOPE_NAMING if fmt == "gradescope" else "")
     except HarnessError as exc:
         _fail(str(exc))
     if isinstance(early, Report):
@@ -178,11 +180,17 @@ def visibility_rules(rules: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         raise click.BadParameter(str(exc), param_hint="--visibility") from None
 
 
-def _gradescope_fail(message: str) -> None:
+GRADESCOPE_NAMING = ("Name your engine solution.py, or submit exactly one .py or .ipynb file: either is what "
+                     "the autograder grades.")
+"""What a student whose submission the Gradescope recipe could not pick a file from is told (README's recipe)."""
+
+
+def _gradescope_fail(message: str, advice: str = "") -> None:
     """A file that cannot be graded at all, as Gradescope results: score 0 and the reason (exit code 2)."""
     import json
 
-    click.echo(json.dumps({"score": 0.0, "output": f"could not be graded: {message}", "output_format": "text",
+    output = f"could not be graded: {message}" + (f"\n\n{advice}" if advice else "")
+    click.echo(json.dumps({"score": 0.0, "output": output, "output_format": "text",
                            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}, indent=2))
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
@@ -355,20 +363,27 @@ def init(path: Path, minimal: bool) -> None:
     """Write the candidate template to PATH (default solution.py)."""
     from importlib import resources
 
+    if path.is_symlink():
+        _fail(f"{path}: is a symbolic link; not writing through it")
     if path.exists():
         _fail(f"{path}: already exists; not overwriting it")
     template = resources.files("candidate_template").joinpath("minimal.py" if minimal else "solution.py").read_text()
     try:
-        path.write_text(template)
+        # O_EXCL: never through a link or over a file that appeared since the check above.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(template)
+    except FileExistsError:
+        _fail(f"{path}: already exists; not overwriting it")
     except OSError as exc:
         _fail(f"{path}: cannot write: {exc.strerror}")
     click.echo(f"wrote {path}: implement the Tensor class, then run `grade {path}`")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, gradescope_advice: str = "") -> None:
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get("harness.gradescope"):
-        _gradescope_fail(message)
+        _gradescope_fail(message, gradescope_advice)
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
 

@@ -254,10 +254,11 @@ def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (
     its file name. ``visibility`` rules (``parse_visibility``) set each test's visibility.
     """
     tests = []
-    for c in report.checks:
+    for c, number in zip(report.checks, test_numbers(report.checks)):
         text = _check_text(c) if c.outcome in FAILING else c.message
         tests.append({
             "name": f"{c.id}: {c.title}",
+            "number": number,
             "score": round(c.points, 2),
             "max_score": round(c.max_points, 2),
             "status": "passed" if c.outcome == "passed" else "failed",
@@ -265,10 +266,13 @@ def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (
             "output_format": "text",
             "visibility": _visibility(c, visibility),
             "tags": [c.level, c.concept],
+            "execution_time": round(c.seconds, 3),
         })
+    tests.sort(key=lambda t: tuple(int(part) for part in t["number"].split(".")))
     return {
         "score": round(report.score, 2),
         "max_score": round(report.max_score, 2),
+        "execution_time": round(report.timings.get("wall", report.timings.get("total", 0.0)), 3),
         "output": relative_snippets(printable(gradescope_output(report))),
         "output_format": "text",
         "test_output_format": "text",
@@ -276,6 +280,23 @@ def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+
+
+def test_numbers(checks: Sequence[CheckResult]) -> list[str]:
+    """Gradescope's ``number`` for each check (``1.2.3``: level, concept within it, check within that), which
+    orders a student's page by level and groups each concept's checks together."""
+    concepts: dict[str, list[str]] = {}
+    within: dict[tuple[str, str], int] = {}
+    numbers = []
+    for c in checks:
+        level = LEVELS.index(c.level) + 1 if c.level in LEVELS else len(LEVELS) + 1
+        order = concepts.setdefault(c.level, [])
+        if c.concept not in order:
+            order.append(c.concept)
+        key = (c.level, c.concept)
+        within[key] = within.get(key, 0) + 1
+        numbers.append(f"{level}.{order.index(c.concept) + 1}.{within[key]}")
+    return numbers
 
 
 def gradescope_output(report: Report) -> str:

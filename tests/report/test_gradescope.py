@@ -1,8 +1,7 @@
-"""The Gradescope autograder, as the README builds it: the zip from its three blocks, and its
-``run_autograder`` grading a submission in a folder laid out as ``/autograder`` is.
-
-The grader inside the zip (the checkout's committed source) is what grades: ``GRADE`` runs it from
-the unpacked zip, since the test cannot run ``setup.sh`` (it installs packages as root).
+"""The Gradescope autograder, as the README builds it and as Gradescope runs it: the zip from its three
+blocks, its ``setup.sh`` installing the grader into a fresh venv (a regular install, not editable:
+its apt line aside, and offline, the venv linking this environment's packages), and its
+``run_autograder`` grading submissions in a folder laid out as ``/autograder`` is.
 """
 
 from __future__ import annotations
@@ -18,8 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from installing import offline, private_folder
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+INSTALLING = ROOT / "tests" / "installing.py"
 
 
 def _block(marker: str) -> str:
@@ -30,23 +34,54 @@ def _block(marker: str) -> str:
     raise AssertionError(f"the README has no block marked '# Gradescope: {marker}'")
 
 
+def _setup_as_tested(setup: str) -> str:
+    """``setup.sh`` as written, but for its apt lines (root's business) and one line after the venv is made
+    that links this environment's packages into it (so pip needs no network)."""
+    lines = []
+    for line in setup.splitlines():
+        if line.lstrip().startswith("apt-get "):
+            continue
+        lines.append(line)
+        if " -m venv " in line:
+            lines.append(f'{sys.executable} {INSTALLING} "$AUTOGRADER/venv"')
+    assert any("-m venv" in line for line in lines) and any("pip\" install" in line for line in lines), setup
+    return "\n".join(lines) + "\n"
+
+
 @pytest.fixture(scope="module")
-def autograder(tmp_path_factory) -> Path:
-    """The zip built by the README's recipe, unpacked as Gradescope unpacks it into /autograder/source."""
+def autograder() -> Path:
+    """``/autograder`` after Gradescope unpacked the README's zip into ``source`` and ran ``setup.sh``."""
     if shutil.which("zip") is None or not (ROOT / ".git").exists():
         pytest.skip("building the zip needs zip and the grader's git checkout")
-    work = tmp_path_factory.mktemp("recipe")
-    (work / "setup.sh").write_text(_block("setup.sh"))
-    (work / "run_autograder").write_text(_block("run_autograder"))
-    subprocess.run(["bash", "-n", "setup.sh"], cwd=work, check=True)
-    subprocess.run(["bash", "-eu", "-c", _block("the autograder zip")], cwd=work, check=True,
-                   env={**os.environ, "GRADER": str(ROOT)}, timeout=120)
-    with zipfile.ZipFile(work / "autograder.zip") as zf:
-        names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "grader/pyproject.toml", "grader/harness/cli/group.py"} <= names
-        root = work / "autograder-root"
-        zf.extractall(root / "source")
-    return root
+    folder = private_folder("gradescope")
+    try:
+        work = folder / "recipe"
+        work.mkdir()
+        (work / "setup.sh").write_text(_block("setup.sh"))
+        (work / "run_autograder").write_text(_block("run_autograder"))
+        subprocess.run(["bash", "-n", "setup.sh"], cwd=work, check=True)
+        subprocess.run(["bash", "-eu", "-c", _block("the autograder zip")], cwd=work, check=True,
+                       env={**os.environ, "GRADER": str(ROOT)}, timeout=120)
+        with zipfile.ZipFile(work / "autograder.zip") as zf:
+            names = set(zf.namelist())
+            assert {"setup.sh", "run_autograder", "grader/pyproject.toml", "grader/harness/cli/group.py"} <= names
+            root = folder / "autograder"
+            zf.extractall(root / "source")
+        shims = folder / "bin"
+        shims.mkdir()
+        (shims / "python3.11").symlink_to(sys.executable)
+        setup = root / "source" / "setup.sh"
+        setup.write_text(_setup_as_tested(setup.read_text()))
+        done = subprocess.run(["bash", str(setup)], capture_output=True, text=True, timeout=600,
+                              env={**offline(), "AUTOGRADER": str(root), "PATH": f"{shims}:{os.environ['PATH']}"})
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        grade = root / "venv" / "bin" / "grade"
+        where = subprocess.run([str(root / "venv" / "bin" / "python"), "-c", "import harness; print(harness.__file__)"],
+                               capture_output=True, text=True, check=True, cwd=folder).stdout
+        assert where.startswith(str(root / "venv")) and grade.exists(), f"the grader imports from {where}"
+        yield root
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run(root: Path, submission: dict[str, str], options: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -56,14 +91,52 @@ def _run(root: Path, submission: dict[str, str], options: str) -> tuple[subproce
     (root / "submission").mkdir()
     for name, text in submission.items():
         (root / "submission" / name).write_text(text)
-    grade = root / "grade"
-    grader = root / "source" / "grader"
-    grade.write_text(f"#!/bin/sh\nPYTHONPATH={grader} exec {sys.executable} -m harness.cli \"$@\"\n")
-    grade.chmod(0o755)
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "AUTOGRADER": str(root), "GRADE": str(grade),
-                                            "GRADE_OPTIONS": options})
+                          timeout=300, env={**os.environ, "AUTOGRADER": str(root), "GRADE_OPTIONS": options,
+                                            "PYTHONPATH": ""})
     return done, json.loads((root / "results" / "results.json").read_text())
+
+
+def _graded(root: Path, name: str, options: str) -> dict:
+    """What ``grade`` itself (the installed one) gives the submission's file."""
+    done = subprocess.run([str(root / "venv" / "bin" / "grade"), name, "--format", "json", *options.split()],
+                          capture_output=True, text=True, timeout=300, cwd=root / "submission",
+                          env={**os.environ, "PYTHONPATH": ""})
+    return json.loads(done.stdout)
+
+
+def test_the_installed_recipe_gives_a_correct_submission_full_marks(autograder):
+    engine = (ROOT / "reference" / "engine.py").read_text()
+    done, results = _run(autograder, {"solution.py": engine}, "--level core --max-examples 5")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert results["score"] == results["max_score"] == 60.0
+    assert results["output"].startswith("graded: score 60.0 of 60.0\ninterview bar: passed")
+    numbers = [t["number"] for t in results["tests"]]
+    assert numbers == sorted(numbers, key=lambda n: tuple(map(int, n.split(".")))) and len(set(numbers)) == len(numbers)
+    assert all(n.startswith("1.") for n in numbers)
+    assert all(isinstance(t["execution_time"], float) for t in results["tests"]) and results["execution_time"] > 0
+
+
+def test_the_installed_recipe_grades_a_notebook_as_grade_does(autograder):
+    engine = (ROOT / "tests" / "solutions" / "overwrite_grad.py").read_text()
+    notebook = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# my engine"]},
+                                     {"cell_type": "code", "metadata": {}, "source": engine.splitlines(True)}],
+                           "metadata": {}, "nbformat": 4})
+    done, results = _run(autograder, {"my engine.ipynb": notebook}, "--level core --max-examples 5")
+    assert done.returncode == 0, done.stderr[-2000:]
+    graded = _graded(autograder, "my engine.ipynb", "--level core --max-examples 5")
+    assert results["score"] == round(graded["score"], 2) and 0 < results["score"] < 60.0
+    assert sorted(t["name"].split(": ", 1)[0] for t in results["tests"]) == sorted(c["id"] for c in graded["checks"])
+    assert "1. gradient overwritten instead of accumulated" in results["output"]
+
+
+def test_a_submission_the_recipe_cannot_pick_a_file_from_is_told_what_to_name_it(autograder):
+    done, results = _run(autograder, {"engine.py": "x = 1\n", "helpers.py": "y = 2\n"}, "--level core")
+    assert done.returncode == 0
+    assert results["score"] == 0.0 and results["tests"] == []
+    assert results["output"] == ("could not be graded: solution.py: no such file; its folder holds engine.py, helpers.py"
+                                 "\n\nName your engine solution.py, or submit exactly one .py or .ipynb file: either "
+                                 "is what the autograder grades.")
 
 
 def test_the_readme_autograder_grades_a_submission(autograder):

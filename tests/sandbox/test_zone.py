@@ -11,7 +11,6 @@ against a regular (wheel) install.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import sys
 import textwrap
@@ -23,13 +22,9 @@ import pytest
 import harness
 from harness.sandbox.launch import Limits, Sandbox, bubblewrap_missing
 from harness.sandbox.zone import ENTRY, zone_files, zone_modules
+from searching import SECRETS, grader_files_found, said, searcher
 
 ROOT = Path(harness.__file__).resolve().parent.parent
-SEARCHER = Path(__file__).parent / "data" / "find_grader_files.py"
-SECRETS = ("reference/engine.py", "harness/diagnosis/mutants.py", "harness/diagnosis/catalogue.py",
-           "harness/data/rubric.yaml", "candidate_template/solution.py")
-"""Files of the grader no submission may read: the model answer, the bug catalogue and its mutants,
-the rubric, the template (which gives nothing away, but is no worker's business either)."""
 
 
 def _closure_by_parsing(entry: str) -> set[str]:
@@ -142,28 +137,14 @@ def test_replacing_anything_of_a_zone_module_in_the_worker_is_a_violation(sandbo
     assert any(f"{module}.{name} was replaced" in v for v in violations), violations
 
 
-def _searcher(tmp_path: Path, targets: list[str]) -> Path:
-    text = SEARCHER.read_text().replace("TARGETS: list = []", f"TARGETS: list = {targets!r}")
-    path = tmp_path / "searcher.py"
-    path.write_text(text)
-    return path
-
-
-def grader_files_found(said: dict, zone: set[str]) -> list[str]:
-    """What a search's report shows of the grader beyond its zone: files under ``/grader`` that are not
-    the zone's, the grader's files elsewhere, and the secrets some route could read."""
-    return ([f"/grader/{path}" for path in said["grader"] if path not in zone] + said["found"]
-            + [f"{target} (by {route})" for target, route in said["read"]])
-
-
 def test_a_submission_searching_the_sandbox_finds_no_grader_file(sandbox, tmp_path):
     targets = [str(ROOT / secret) for secret in SECRETS] + [str(ROOT / "specs" / "core")]
-    worker = sandbox.spawn(_searcher(tmp_path, targets))
+    worker = sandbox.spawn(searcher(tmp_path, targets))
     worker.kill()
-    said = json.loads(worker.output()["stdout"].strip().splitlines()[-1])
+    report = said(worker.output()["stdout"])
     zone = {str(f.relative_to(ROOT)) for f in zone_files(ROOT)}
-    assert said["roots"] >= 4 and "harness/sandbox/worker/evaluator.py" in said["grader"], said
-    assert grader_files_found(said, zone) == []
+    assert report["roots"] >= 4 and "harness/sandbox/worker/evaluator.py" in report["grader"], report
+    assert grader_files_found(report, zone) == []
 
 
 def test_the_search_would_find_the_files_where_they_are_readable(tmp_path):
@@ -171,8 +152,8 @@ def test_the_search_would_find_the_files_where_they_are_readable(tmp_path):
     import subprocess
 
     targets = [str(ROOT / "reference" / "engine.py")]
-    done = subprocess.run([sys.executable, str(_searcher(tmp_path, targets))], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(searcher(tmp_path, targets))], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    said = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {path[len(str(ROOT)) + 1:] for path in said["found"]} >= set(SECRETS), said["found"]
-    assert {route for _, route in said["read"]} == {"open", "syscall", "torch_storage", "libc"}
+    report = said(done.stdout)
+    assert {path[len(str(ROOT)) + 1:] for path in report["found"]} >= set(SECRETS), report["found"]
+    assert {route for _, route in report["read"]} == {"open", "syscall", "torch_storage", "libc"}
