@@ -1,8 +1,10 @@
 """The few Linux system calls the sandbox needs that Python's standard library lacks.
 
 Namespaces, mounts, capabilities and process flags, through ``ctypes``. Every
-function raises ``OSError`` with the kernel's errno on failure; callers decide
-whether a failure is fatal or only means "less isolation on this machine".
+function raises ``OSError`` with the kernel's errno on failure, ``ENOSYS`` where the
+system has no such call (a Mac, where a candidate still practises with basic isolation);
+callers decide whether a failure is fatal or only means "less isolation on this machine".
+Nothing here needs Linux to be imported.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ import ctypes
 import errno
 import os
 import resource
+import signal
 import time
 from typing import Final
 
 _libc = ctypes.CDLL(None, use_errno=True)
+NO_PIDFD: Final = -2
+"""What ``pidfd_open`` gives where the system has no pidfds: the process is then signalled by its pid."""
 
 CLONE_NEWNS: Final = 0x00020000
 CLONE_NEWUTS: Final = 0x04000000
@@ -42,6 +47,14 @@ _CAP_LAST: Final = 63
 _LINUX_CAPABILITY_VERSION_3: Final = 0x20080522
 
 
+def _call(name: str, *args: object) -> int:
+    """The C library's ``name`` called with ``args``; ENOSYS where the library has no such function."""
+    function = getattr(_libc, name, None)
+    if function is None:
+        raise OSError(errno.ENOSYS, f"{name}: not available on this system")
+    return function(*args)
+
+
 def _check(result: int, what: str) -> int:
     if result == -1:
         errno = ctypes.get_errno()
@@ -50,20 +63,29 @@ def _check(result: int, what: str) -> int:
 
 
 def unshare(flags: int) -> None:
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+    _check(_call("unshare", ctypes.c_int(flags)), "unshare")
 
 
 def setns(fd: int, flags: int) -> None:
-    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(flags)), "setns")
+    _check(_call("setns", ctypes.c_int(fd), ctypes.c_int(flags)), "setns")
 
 
 def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(_libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
-                       ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
+    _check(_call("mount", source.encode(), target.encode(), fstype.encode() if fstype else None,
+                 ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
 
 
 def prctl(option: int, arg: int = 0) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
+    _check(_call("prctl", option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
+
+
+def harden(option: int, arg: int = 0) -> bool:
+    """``prctl`` for a flag that only hardens (non-dumpable, child subreaper): False where the system has none."""
+    try:
+        prctl(option, arg)
+    except OSError:
+        return False
+    return True
 
 
 def map_ids(uid: int, gid: int) -> None:
@@ -85,7 +107,7 @@ def drop_capabilities() -> None:
             break  # past the kernel's last capability, or none to drop
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
-    _check(_libc.capset(header, data), "capset")
+    _check(_call("capset", header, data), "capset")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
@@ -162,7 +184,7 @@ def confine_worker(machine: str) -> bool:
         return False
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
     fprog = _SockFprog(len(program), filters)
-    _check(_libc.prctl(PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+    _check(_call("prctl", PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
     return True
 
 
@@ -179,6 +201,33 @@ def process_cpu_seconds(pid: int) -> float:
     # The CPU-time clock of another process: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED).
     clock = ((~pid) << 3) | 2
     return time.clock_gettime(clock)
+
+
+def pidfd_open(pid: int) -> int:
+    """A descriptor of process ``pid`` (a recycled pid is never signalled through it), -1 when the process is
+    gone, or ``NO_PIDFD`` where the system has no pidfds (not Linux, or Linux before 5.3)."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return NO_PIDFD
+    try:
+        return opener(pid)
+    except OSError as exc:
+        return NO_PIDFD if exc.errno == errno.ENOSYS else -1
+
+
+def signal_process(pid: int, pidfd: int, sig: int) -> None:
+    """Send ``sig`` to the process ``pidfd_open`` gave ``pidfd`` for; ProcessLookupError when it is gone."""
+    if pidfd >= 0:
+        signal.pidfd_send_signal(pidfd, sig)
+    elif pidfd == NO_PIDFD:
+        os.kill(pid, sig)
+    else:
+        raise ProcessLookupError(pid)
+
+
+def close_pidfd(pidfd: int) -> None:
+    if pidfd >= 0:
+        os.close(pidfd)
 
 
 def set_limit(which: int, value: int) -> None:

@@ -106,7 +106,7 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None, fds: lis
             _collect_fds(ancillary, fds if fds is not None else [])
             if senders is not None:
                 senders += [_CREDENTIALS.unpack(data[:_CREDENTIALS.size])[0] for level, kind, data in ancillary
-                            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS
+                            if level == socket.SOL_SOCKET and kind == getattr(socket, "SCM_CREDENTIALS", None)
                             and len(data) >= _CREDENTIALS.size]
         if not chunk:
             return None

@@ -192,7 +192,8 @@ class Launcher:
         ours, theirs = socket.socketpair()
         # The kernel then tells which process sent each message, by its pid in our namespace:
         # the zygote's, to put it under a cgroup.
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        if hasattr(socket, "SO_PASSCRED"):  # Linux; elsewhere no cgroup is made either
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         with self._lock:
             if self._closed:
                 raise SandboxUnavailable("the sandbox has been shut down")

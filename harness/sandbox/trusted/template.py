@@ -54,8 +54,8 @@ def main(fd: int) -> None:
         # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
         torch.set_num_threads(1)
         from harness.sandbox.worker import evaluator  # noqa: F401  -- imported once, inherited by every worker
-    _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
-    _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children
+    _linux.harden(_linux.PR_SET_DUMPABLE, 0)
+    _linux.harden(_linux.PR_SET_CHILD_SUBREAPER, 1)  # orphaned zygotes stay our children (Linux)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and are reaped by the kernel
     send_message(channel, {"kind": "ready", "uid": os.getuid()})
     zygotes: dict[int, tuple[int, int, bool]] = {}  # id -> (pidfd, pid, namespaces)
@@ -76,7 +76,7 @@ def main(fd: int) -> None:
         elif op == "kill":
             entry = zygotes.pop(order.get("id"), None)
             if entry is not None:
-                _kill_pidfd(entry[0])
+                _kill_zygote(entry[1], entry[0])
                 if not entry[2]:
                     _kill_strays({pid for _, pid, _ in zygotes.values()})
             reply = {"ok": True}
@@ -108,7 +108,7 @@ def _start_submission(channel: socket.socket, zygote_fd: int, order: dict[str, A
         os.close(report_r)
     try:
         zygote_pid, namespaces = text.split()
-        return os.pidfd_open(int(zygote_pid)), int(zygote_pid), namespaces == "1"
+        return _linux.pidfd_open(int(zygote_pid)), int(zygote_pid), namespaces == "1"
     except ValueError:
         raise OSError("the zygote did not report its pid") from None
 
@@ -132,7 +132,7 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     if os.geteuid() == 0:
         _reachable_for_nobody()
     _linux.drop_to_nobody()
-    _linux.prctl(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
+    _linux.harden(_linux.PR_SET_DUMPABLE, 1)  # a non-dumpable process may not write its own id maps
     namespaces = _enter_namespaces(limits)
     # With namespaces the submission's folder is its private tmpfs; without, a fresh folder
     # that the grader removes afterwards.
@@ -276,8 +276,11 @@ def _remount_everything_read_only(but: str = "") -> None:
 
 
 def _address_space_bytes() -> int:
-    with open("/proc/self/status") as status:
-        return next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), 0)
+    try:
+        with open("/proc/self/status") as status:
+            return next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), 0)
+    except OSError:  # no /proc (a Mac, where no address-space limit applies anyway)
+        return 0
 
 
 def _close_all_but(keep: set[int]) -> None:
@@ -316,12 +319,12 @@ def _kill_strays(live_zygotes: set[int]) -> None:
         time.sleep(0.001)
 
 
-def _kill_pidfd(pidfd: int) -> None:
+def _kill_zygote(pid: int, pidfd: int) -> None:
     try:
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        _linux.signal_process(pid, pidfd, signal.SIGKILL)
     except (ProcessLookupError, OSError):
         pass
-    _close(pidfd)
+    _linux.close_pidfd(pidfd)
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ def serve(channel_fd: int, limits: dict[str, Any], baseline_bytes: int, namespac
     code = 0
     try:
         channel = socket.socket(fileno=channel_fd)
-        _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
+        _linux.harden(_linux.PR_SET_DUMPABLE, 0)
         if not namespaces:
-            _linux.prctl(_linux.PR_SET_CHILD_SUBREAPER, 1)  # so daemonised grandchildren can still be found
+            _linux.harden(_linux.PR_SET_CHILD_SUBREAPER, 1)  # so daemonised grandchildren can still be found
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)
         workers: dict[int, tuple[int, int]] = {}  # id -> (pid, pidfd)
         send_message(channel, {"kind": "ready", "namespaces": namespaces, "workroot": str(limits["workroot"])})
@@ -156,7 +156,7 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
         if namespaces:
             _linux.drop_capabilities()
         else:
-            _linux.prctl(_linux.PR_SET_NO_NEW_PRIVS, 1)
+            _linux.harden(_linux.PR_SET_NO_NEW_PRIVS, 1)
         # Before any of the submission's code exists in this process: it may start no process,
         # so the limits above bound all of its memory and its CPU clock counts all of its work.
         try:
@@ -181,33 +181,28 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
 
 
 def _pidfd(pid: int) -> int:
-    try:
-        return os.pidfd_open(pid)
-    except OSError:  # already gone
-        return -1
+    return _linux.pidfd_open(pid)
 
 
 def _kill(entry: tuple[int, int], namespaces: bool) -> None:
     pid, pidfd = entry
-    if pidfd < 0:
-        return
+    if pidfd == -1:
+        return  # already gone
     if not namespaces:
         _kill_tree(pid)
     try:
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # pid 1 of its namespace: all of it dies
+        _linux.signal_process(pid, pidfd, signal.SIGKILL)  # pid 1 of its namespace: all of it dies
     except (ProcessLookupError, OSError):
         pass
-    os.close(pidfd)
+    _linux.close_pidfd(pidfd)
 
 
 def _cpu_seconds(entry: tuple[int, int] | None) -> float | None:
     if entry is None:
         return None
     pid, pidfd = entry
-    if pidfd < 0:
-        return None
     try:
-        signal.pidfd_send_signal(pidfd, 0)  # still the same process, not a recycled pid
+        _linux.signal_process(pid, pidfd, 0)  # still the same process, not a recycled pid
         return _linux.process_cpu_seconds(pid)
     except (ProcessLookupError, OSError):
         return None
@@ -216,7 +211,11 @@ def _cpu_seconds(entry: tuple[int, int] | None) -> float | None:
 def parents() -> dict[int, int]:
     """Every process in /proc and its parent (only without pid namespaces: workers see no /proc)."""
     found = {}
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc (a Mac): the worker's process group is all that is killed
+        return found
+    for entry in entries:
         if not entry.isdigit():
             continue
         try:
