@@ -89,6 +89,10 @@ class OpSpec:
     random graphs then know a zero before relu or a tie is exact in every engine."""
     concept: str = "ops"
     doc: str = ""
+    result_size: Callable[..., int] | None = None
+    """How many elements the op returns, from its operands' shapes (a number's is ``()``), where that is not the
+    size of its operands broadcast together (at most that of the largest, when they do not broadcast): what
+    spec loading checks before it computes a step."""
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -115,6 +119,14 @@ class OpSpec:
 
     def apply_candidate(self, operands: Sequence[Any], params: dict[str, Any] | None = None) -> Any:
         return self.call(*operands, **{**self.defaults, **(params or {})})
+
+    def result_elements(self, operands: Sequence[Any]) -> int:
+        """An upper bound on the elements of the op's result on ``operands``, from their shapes alone."""
+        shapes = [tuple(o.shape) if hasattr(o, "shape") else () for o in operands]
+        if self.result_size is not None:
+            return int(self.result_size(*shapes))
+        shape = broadcast_shape(*shapes)
+        return math.prod(shape) if shape is not None else max(math.prod(s) for s in shapes)
 
     def drawn_params(self, operand: Any, pick: int) -> dict[str, Any]:
         """Its params that have no default, each from its drawer, to suit ``operand`` (the first one)."""
@@ -317,6 +329,7 @@ OPS: Final[dict[str, OpSpec]] = {
         OpSpec("mul", "core", (_T, _T), lambda a, b: a * b, lambda a, b: a * b, "{0} * {1}", "__mul__",
                number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
         OpSpec("matmul", "core", (_T, _T), lambda a, b: a @ b, lambda a, b: a @ b, "{0} @ {1}", "__matmul__",
+               result_size=lambda a, b: math.prod(a[:-1]) * math.prod(b[-1:]),
                domain=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
         OpSpec("relu", "core", (_T,), lambda a: a.relu(), lambda a: a.relu(), "{0}.relu()", "relu",
                smooth=False, doc="max(x, 0); gradient 0 at x == 0"),
@@ -361,9 +374,11 @@ OPS: Final[dict[str, OpSpec]] = {
                "{0}.avg_pool2d({k})", "avg_pool2d", params=("k",), param_drawers={"k": pool_sizes},
                domain=_pool_rule("avg_pool2d"), rank=4, keeps_integers=False, concept="pooling"),
         OpSpec("conv2d", "extensions", (_T, _T), lambda a, w: a.conv2d(w), lambda a, w: F.conv2d(a, w),
-               "{0}.conv2d({1})", "conv2d", domain=_conv_rule, rank=4),
+               "{0}.conv2d({1})", "conv2d", domain=_conv_rule, rank=4,
+               result_size=lambda a, w: math.prod(a[:1] + w[:1]) * math.prod(max(x - k + 1, 1) for x, k in zip(a[2:], w[2:]))),
         OpSpec("index", "extensions", (_T, _I), lambda w, ids: w[ids], lambda w, ids: w[ids], "{0}[{1}]",
-               "__getitem__", domain=_index_rule, concept="embedding"),
+               "__getitem__", domain=_index_rule, concept="embedding",
+               result_size=lambda w, ids: math.prod(ids) * math.prod(w[1:])),
         OpSpec("batch_norm", "extensions", (_T,), lambda a, eps: a.batch_norm(eps=eps), _batch_norm,
                "{0}.batch_norm(eps={eps})", "batch_norm", params=("eps",), defaults={"eps": 1e-5},
                domain=_batch_norm_rule, transcendental=True, keeps_integers=False, concept="batchnorm"),

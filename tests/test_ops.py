@@ -91,6 +91,19 @@ def test_op_matches_torch_autograd(spec: OpSpec, data: st.DataObject, integer_va
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+@settings(max_examples=25)
+@given(data=st.data())
+def test_the_result_size_from_shapes_bounds_the_result(spec: OpSpec, data: st.DataObject) -> None:
+    """What spec loading checks before computing a step: never fewer elements than torch's result has."""
+    program = data.draw(op_graphs(ops=[spec.name], max_steps=2, numbers=bool(spec.number_slots),
+                                  broadcasting=spec.broadcasts))
+    for step in program.steps:
+        if step.op == spec.name:
+            operands = _operands(program, step)
+            assert spec.result_elements(operands) >= spec.apply_torch(operands, step.param_dict()).numel()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
 def test_smallest_valid_example_matches_torch(spec: OpSpec) -> None:
     operands, params = valid_example(spec.name)
     assert check_operands(spec, operands, params) is None

@@ -27,6 +27,8 @@ from harness.ops import OPS
 from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
 from harness.sandbox.launch import Launcher
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "tests" / "solutions"
 MANIFEST = SOLUTIONS / "expected.yaml"

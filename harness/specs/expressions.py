@@ -410,8 +410,8 @@ class _Compiler:
         value = None
         if self.compute:
             values = [self.scope[a] if isinstance(a, str) else a for a in args]
-            elements = _result_elements(spec, values, params)
-            if elements is not None and elements > MAX_ELEMENTS:
+            elements = spec.result_elements(values)
+            if elements > MAX_ELEMENTS:
                 raise ExprError(f"`{source}` would hold {elements:,} elements; a spec tensor holds at most "
                                 f"{MAX_ELEMENTS:,}", at)
             message, value = checked_apply(spec, values, params)
@@ -421,16 +421,6 @@ class _Compiler:
         self.scope[step.name] = value
         self.built.append(BuiltStep(step, value, at, source))
         return step.name
-
-
-def _result_elements(spec: OpSpec, values: list[Any], params: dict[str, Any]) -> int | None:
-    """How many elements ``spec`` would return on ``values``, worked out on torch's meta device (shapes
-    only, nothing allocated); None when the op cannot say so there (its own check then runs as usual)."""
-    try:
-        meta = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in values]
-        return int(spec.apply_torch(meta, params).numel())
-    except Exception:  # noqa: BLE001 -- an op the meta device does not take is checked on real values
-        return None
 
 
 def _count(n: int, noun: str) -> str:

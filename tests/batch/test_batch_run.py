@@ -18,6 +18,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "tests" / "solutions"
 FAST = ("--level", "core", "--max-examples", "5")

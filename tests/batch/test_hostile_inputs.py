@@ -28,6 +28,8 @@ import pytest
 
 from harness.batch import collect as collect_module
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "tests" / "solutions"
 MODEL = ROOT / "reference" / "engine.py"

@@ -10,6 +10,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

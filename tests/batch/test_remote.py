@@ -13,6 +13,8 @@ from harness.batch import remote
 from harness.batch.remote import grade_task
 from harness.cli import main
 
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install -e '.[test]')")
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,6 +18,8 @@ import yaml
 from harness.grade import GradeOptions, grade, planned_checks
 from harness.report.model import Report
 
+pytestmark = pytest.mark.slow
+
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "conventions"
 MANIFEST = CORPUS / "expected.yaml"
 FAILING = ("failed", "error", "timeout")

@@ -22,6 +22,8 @@ from harness.checks.targeted import backward_is_linear
 from harness.checks.timing import GROWTH_WIDTHS, SUPERLINEAR_EXPONENT, Growth, every_path, measure_growth, wide_graph
 from harness.sandbox.launch import Sandbox
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = ROOT / "corpus" / "conventions" / "reference_like.py"
 QUADRATIC = ROOT / "solutions" / "quadratic_visited.py"

@@ -10,6 +10,8 @@ from harness.cli import audit as audit_module
 from harness.cli.audit import Audit, BugRow, audit_levels, render_audit, run_audit
 from harness.diagnosis.catalogue import BUGS, bug
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def audit() -> Audit:

@@ -19,6 +19,8 @@ from harness.grade import GradeOptions, grade
 from harness.report.formats import FORMATS, render
 from harness.vocabulary import INFORMATIONAL
 
+pytestmark = pytest.mark.slow
+
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 FOLDERS = ("blind", "public")
 

@@ -18,6 +18,8 @@ from harness.ops import LEVELS
 from harness.report.render import render_text
 from harness.sandbox.launch import Launcher
 
+pytestmark = pytest.mark.slow
+
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
 ENTRIES = yaml.safe_load((CORPUS / "manifest.yaml").read_text())
 

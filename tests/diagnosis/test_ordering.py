@@ -19,6 +19,8 @@ from harness.preflight import Unrunnable, read_submission
 from harness.report.model import combine
 from harness.report.render import render_text
 
+pytestmark = pytest.mark.slow
+
 BUGS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
 
 

@@ -24,6 +24,8 @@ from harness.specs import DEFAULT_SPECS_DIR, load_cases
 
 from rule_mutants import KINDS, load_rule_mutant, matrix, rule_mutant_source
 
+pytestmark = pytest.mark.slow
+
 CASES = sorted(load_cases([DEFAULT_SPECS_DIR]),
                key=lambda c: (len(c.program.steps), sum(leaf.value.numel() for leaf in c.program.leaves)))
 PER_MUTATION = 2

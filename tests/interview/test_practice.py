@@ -19,6 +19,8 @@ from harness.concepts import concepts
 from harness.practice import FOLLOW_UPS, Practice
 from harness.report.model import CheckResult, Report
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "tests" / "solutions"
 

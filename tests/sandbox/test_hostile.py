@@ -55,6 +55,8 @@ from harness.report.model import OUTCOMES, STATUSES, Report, exit_code
 from harness.report.render import render_json, render_markdown, render_text
 from harness.sandbox.launch import Launcher, bubblewrap_missing
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "hostile"
 MANIFEST = CORPUS / "manifest.yaml"

@@ -27,6 +27,8 @@ import pytest
 
 from harness.sandbox.launch import bubblewrap_missing
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE = Path(os.path.realpath(sys.base_prefix))
 INTERPRETER = Path(os.path.realpath(sys.executable))
