@@ -28,7 +28,8 @@ from harness.grade import GradeOptions
 from harness.report.files import write_atomic
 from harness.report.formats import BATCH_FORMATS
 from harness.report.model import Report
-from harness.report.tables import gradescope_results, parse_visibility, summarise
+from harness.report.gradescope import gradescope_results, parse_visibility
+from harness.report.summary import summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 

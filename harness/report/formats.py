@@ -17,7 +17,8 @@ from typing import Any, Callable, Final, Mapping, Sequence
 from harness.report.html import render_html
 from harness.report.model import Report
 from harness.report.render import render_json, render_markdown, render_text
-from harness.report.tables import gradescope_results, render_csv, render_junit
+from harness.report.gradescope import gradescope_results
+from harness.report.tables import render_csv, render_junit
 
 __all__ = ["Format", "FORMATS", "render", "BatchFormat", "BATCH_FORMATS"]
 

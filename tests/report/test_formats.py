@@ -16,7 +16,7 @@ from made_up_cohort import cohort
 from harness.report.files import SUFFIXES, write_formats
 from harness.report.formats import BATCH_FORMATS, FORMATS, render
 from harness.report.model import CheckResult, Report
-from harness.report.tables import summarise
+from harness.report.summary import summarise
 
 REPORT = Report(
     file="solution.py", status="graded", score=6.0, max_score=10.0,

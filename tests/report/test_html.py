@@ -11,7 +11,7 @@ import pytest
 from made_up_cohort import HOSTILE, cohort
 
 from harness.report.html import render_html
-from harness.report.tables import summarise
+from harness.report.summary import summarise
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
