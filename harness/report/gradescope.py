@@ -9,6 +9,8 @@ import os
 import re
 from typing import Any, Sequence
 
+from harness.report.candidate_view import candidate_view
+from harness.report.decisions import Decided
 from harness.report.model import CheckResult, Report
 from harness.report.safety import printable
 from harness.vocabulary import FAILING, LEVELS
@@ -66,13 +68,17 @@ def relative_snippets(text: str) -> str:
     return _SNIPPET_PATH.sub(lambda m: f"{m.group(1)}{os.path.basename(m.group(3))!r}", text)
 
 
-def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (),
+                       decided: Decided | None = None) -> dict[str, Any]:
     """A Gradescope ``results.json`` for one submission: one test per check, plain-text output only.
 
     The top-level output is what the student reads first: the score and the interview bar,
     then "Fix first" (the root causes with their explanation and hint), the integrity
     findings and the reason a file could not be graded. Snippets import the submission by
-    its file name. ``visibility`` rules (``parse_visibility``) set each test's visibility.
+    its file name. ``visibility`` rules (``parse_visibility``) set each test's visibility; a hidden
+    spec case's test is always ``hidden``, and nothing else shows it (``candidate_view``). With a
+    person's decision (``decided``, from a batch), the score is the final one, and the output says a
+    person set it; the reason and the comment stay with the interviewer.
     """
     tests = []
     for c, number in zip(report.checks, test_numbers(report.checks)):
@@ -85,16 +91,17 @@ def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (
             "status": "passed" if c.outcome == "passed" else "failed",
             "output": relative_snippets(printable(text)),
             "output_format": "text",
-            "visibility": _visibility(c, visibility),
+            "visibility": "hidden" if c.hidden else _visibility(c, visibility),
             "tags": [c.level, c.concept],
             "execution_time": round(c.seconds, 3),
         })
     tests.sort(key=lambda t: tuple(int(part) for part in t["number"].split(".")))
+    score = decided.final_score if decided is not None and decided.score_set else round(report.score, 2)
     return {
-        "score": round(report.score, 2),
+        "score": score,
         "max_score": round(report.max_score, 2),
         "execution_time": round(report.timings.get("wall", report.timings.get("total", 0.0)), 3),
-        "output": relative_snippets(printable(gradescope_output(report))),
+        "output": relative_snippets(printable(gradescope_output(candidate_view(report), decided))),
         "output_format": "text",
         "test_output_format": "text",
         "visibility": "visible",
@@ -120,17 +127,23 @@ def test_numbers(checks: Sequence[CheckResult]) -> list[str]:
     return numbers
 
 
-def gradescope_output(report: Report) -> str:
-    """The top of a student's Gradescope page, in plain text."""
+def gradescope_output(report: Report, decided: Decided | None = None) -> str:
+    """The top of a student's Gradescope page, in plain text (with a person's decision, when there is one)."""
     # Rounded as the JSON report is first: the page reads the same from a report and from its JSON.
     lines = [f"{report.status}: score {round(report.score, 2):.1f} of {round(report.max_score, 2):.1f}"]
+    if decided is not None and decided.score_set:
+        lines[0] = (f"{report.status}: score {decided.final_score:.1f} of {round(report.max_score, 2):.1f}, set by "
+                    f"the interviewer (the checks gave {decided.automatic_score:.1f})")
     interview = report.interview
     if interview is not None:
-        verdict = "passed" if interview.passed else "not passed"
+        passed = decided.interview_passed if decided is not None and decided.applies else interview.passed
+        verdict = "passed" if passed else "not passed"
         why = [f"core {interview.core_score:.1f} of {interview.bar:.1f} needed"]
         if interview.gates_failed:
             why.append("gates failed: " + ", ".join(map(str, interview.gates_failed)))
-        if interview.needs_review:
+        if decided is not None and decided.bar_set:
+            why = ["decided by the interviewer"]
+        elif interview.needs_review and (decided is None or decided.needs_review):
             why.append("needs a person's review")
         lines.append(f"interview bar: {verdict} ({'; '.join(why)})")
     if report.message:

@@ -1,4 +1,4 @@
-"""A batch as tables: the summary as CSV, and JUnit XML.
+"""A batch as tables: the summary as CSV, the gradebook an LMS imports, and JUnit XML.
 
 Everything here reads the summary (``report.summary``) and the ``Report``s it summarises.
 Candidate text is escaped for each format: formulas in CSV, markup in XML.
@@ -14,38 +14,70 @@ from typing import Any, Mapping
 
 from harness.report.gradescope import VISIBILITIES, check_text, parse_visibility
 from harness.report.model import Report
+from harness.report.safety import one_line
 from harness.vocabulary import LEVELS
 
-__all__ = ["render_csv", "render_junit", "CSV_COLUMNS", "parse_visibility", "VISIBILITIES"]
+__all__ = ["render_csv", "render_gradebook", "render_junit", "CSV_COLUMNS", "GRADEBOOK_COLUMNS", "parse_visibility",
+           "VISIBILITIES"]
 
 
-CSV_COLUMNS = ("id", "status", "score", "max_score", "interview_passed", "needs_review", "gates_failed",
-               "review_flags", "violations", "checks_failed")
-"""The fixed leading columns; per-level and per-concept points, root causes, hash, duration and message follow."""
+CSV_COLUMNS = ("id", "status", "score", "max_score", "final_score", "interview_passed", "needs_review",
+               "gates_failed", "review_flags", "violations", "checks_failed")
+"""The fixed leading columns; per-level and per-concept points, root causes, the decision and comment, hash,
+duration and message follow. ``score`` is the grader's; ``final_score`` the one a person's decision set (or the
+grader's when nobody decided)."""
+
+GRADEBOOK_COLUMNS = ("candidate", "final_score", "automatic_score", "max_score", "interview_bar", "decision",
+                     "comment", "status")
+"""``gradebook.csv``: what an LMS imports (Canvas, Moodle: map ``candidate`` to the student, ``final_score`` to the
+grade), one row per candidate."""
+
+CELL_CHARS = 300
+"""The longest text cell: a spreadsheet row stays one line on a screen (the whole text is in summary.json)."""
 
 
 def render_csv(summary: Mapping[str, Any]) -> str:
-    """The summary as CSV: a header, then the maximum points, then one row per submission."""
+    """The summary as CSV: a header, then the maximum points, then one row per submission; every cell one line."""
     levels = [level for level in LEVELS if level in summary["maximum"]["levels"]]
     concepts = sorted(summary["maximum"]["concepts"])
-    header = [*CSV_COLUMNS, *levels, *(f"concept:{c}" for c in concepts), "root_causes", "source_sha256",
-              "seconds", "message"]
+    header = [*CSV_COLUMNS, *levels, *(f"concept:{c}" for c in concepts), "root_causes", "decision", "comment",
+              "source_sha256", "seconds", "message"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     maximum = summary["maximum"]
-    writer.writerow(["(maximum)", "", _points(maximum["score"]), _points(maximum["score"]), "", "", "", "", "", "",
+    top = _points(maximum["score"])
+    writer.writerow(["(maximum)", "", top, top, top, "", "", "", "", "", "",
                      *(_points(maximum["levels"][level]) for level in levels),
-                     *(_points(maximum["concepts"][c]) for c in concepts), "", "", "", ""])
+                     *(_points(maximum["concepts"][c]) for c in concepts), "", "", "", "", "", ""])
     for row in summary["submissions"]:
+        decision = row.get("decision") or {}
         writer.writerow([
             _cell(row["id"]), row["status"], _points(row["score"]), _points(row["max_score"]),
-            _flag(row["interview_passed"]),
+            _points(row.get("final_score", row["score"])), _flag(row["interview_passed"]),
             _flag(row["needs_review"]), _cell(";".join(row["gates_failed"])), row["review_flags"], row["violations"],
             row["checks_failed"],
             *(_points(row["levels"].get(level)) for level in levels),
             *(_points(row["concepts"].get(c)) for c in concepts),
-            _cell(";".join(row["root_causes"])), row["source_sha256"], row["seconds"], _cell(row["message"]),
+            _cell(";".join(row["root_causes"])), _cell(decision.get("text", "")), _cell(row.get("comment", "")),
+            row["source_sha256"], row["seconds"], _cell(row["message"]),
+        ])
+    return out.getvalue()
+
+
+def render_gradebook(summary: Mapping[str, Any]) -> str:
+    """``gradebook.csv``: per candidate the final and automatic score, the maximum, the interview bar, the
+    decision and the comment, for an LMS to import."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(GRADEBOOK_COLUMNS)
+    for row in summary["submissions"]:
+        decision = row.get("decision") or {}
+        passed = row["interview_passed"]
+        writer.writerow([
+            _cell(row["id"]), _points(row.get("final_score", row["score"])), _points(row["score"]),
+            _points(row["max_score"]), "" if passed is None else ("passed" if passed else "not passed"),
+            _cell(decision.get("text", "")), _cell(row.get("comment", "")), row["status"],
         ])
     return out.getvalue()
 
@@ -59,10 +91,14 @@ def _flag(value: Any) -> str:
     return "" if value is None else ("yes" if value else "no")
 
 
-def _cell(text: str) -> str:
-    """Text a spreadsheet shows as text: a leading = + - @ (a formula to Excel and its kin) gets a quote first."""
-    text = str(text)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+def _cell(text: Any) -> str:
+    """Text for one cell: its first line, escaped and at most ``CELL_CHARS`` long ("[...]" says more is in the JSON),
+    shown by a spreadsheet as text (a leading = + - @, a formula to Excel and its kin, gets a quote first)."""
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    shown = one_line(lines[0].strip()) if lines else ""
+    if len(lines) > 1 or len(shown) > CELL_CHARS:
+        shown = shown[:CELL_CHARS - 6].rstrip() + " [...]"
+    return "'" + shown if shown[:1] in ("=", "+", "-", "@") else shown
 
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
