@@ -21,6 +21,7 @@ hold the batch up.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import itertools
@@ -281,8 +282,9 @@ def _grams(tokens: list[tuple[str, int, int]]) -> list[int]:
     return [_hash(texts[i:i + NGRAM]) for i in range(max(0, len(texts) - NGRAM + 1))]
 
 
-def _template_grams() -> set[int]:
+@functools.lru_cache(maxsize=1)
+def _template_grams() -> frozenset[int]:
     try:
-        return set(_grams(_unpadded(resources.files("candidate_template").joinpath("solution.py").read_text())))
+        return frozenset(_grams(_unpadded(resources.files("candidate_template").joinpath("solution.py").read_text())))
     except (OSError, ModuleNotFoundError):
-        return set()
+        return frozenset()
