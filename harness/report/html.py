@@ -109,7 +109,8 @@ def _candidates_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, R
     ]
     for r in rows:
         interview = "passed" if r["interview_passed"] else ("not passed" if r["interview_passed"] is False else "")
-        if r["needs_review"] or (r["review_flags"] and not _review_accepted(r)):
+        waits = bool(r["needs_review"] or (r["review_flags"] and not _review_accepted(r)))
+        if waits:
             interview += " (review)"
         why = _reason(r)
         decision = r.get("decision") or {}
@@ -125,7 +126,7 @@ def _candidates_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, R
                      f'{points(r["score"])}</span>'
         out.append(
             f'<tr data-status="{e(r["status"])}" data-interview="{"yes" if r["interview_passed"] else "no"}" '
-            f'data-review="{"yes" if (r["needs_review"] or r["review_flags"]) else "no"}" '
+            f'data-review="{"yes" if waits else "no"}" '
             f'data-decided="{"yes" if decision.get("applied") else "no"}"{share} '
             f'data-search="{e(search)}">'
             f'<td data-value="{e(r["id"])}"><a class="clip" href="#c-{e(r["id"])}" title="{e(r["id"])}">'

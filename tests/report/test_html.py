@@ -226,8 +226,11 @@ def test_the_page_shows_decisions_and_comments(tmp_path):
     decision = Decision(decided_at="2025-05-01T10:00:00+00:00", by="ann", source_sha256=reports["bert"].source_sha256,
                         automatic_score=4.0, max_score=10.0, score=7.5, because="explained the fix aloud",
                         comment=f"knew accumulation once asked {HOSTILE}")
-    summary = summarise(reports, settings={}, decisions={"bert": decision})
+    accepted = Decision(decided_at="2025-05-01T10:00:00+00:00", by="ann", accept_review=True,
+                        source_sha256=reports["cleo"].source_sha256, automatic_score=10.0, max_score=10.0)
+    summary = summarise(reports, settings={}, decisions={"bert": decision, "cleo": accepted})
     text = render_html(Cohort(summary, reports))
+    assert 'data-review="yes"' not in text  # cleo's review entries were read: she no longer waits for review
     row = text[text.index('<td data-value="bert">'):]
     row = row[:row.index("</tr>")]
     assert "7.5 / 10.0" in row and "auto 4.0" in row and "score set, comment" in row
