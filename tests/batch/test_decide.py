@@ -178,3 +178,28 @@ def test_only_is_refused_where_it_would_mix_two_gradings(fake, subs, out):  # no
                              "again\n")
     assert calls == []
     assert json.loads((out / "settings.json").read_text())["seed"] == 0
+
+
+def _with_review_entry(out, sid):
+    """The result of ``sid`` as a grade that found a line for a person to read (its bar held until then)."""
+    path = out / "results" / f"{sid}.json"
+    report = json.loads(path.read_text())
+    report["integrity"]["review"] = [{"line": 3, "construct": "import threading", "why": "a thread"}]
+    report["interview"].update(passed=False, needs_review=True)
+    path.write_text(json.dumps(report))
+
+
+def test_accepting_the_review_lets_the_bar_follow_the_score(out):
+    _with_review_entry(out, "cy")
+    result = decide(out, "cy", "--bar", "passed", "--because", "the panel's call")
+    assert (result.exit_code, result.stderr) == (2, "error: cy has integrity review entries nobody has accepted: "
+                                                    "read them, then add --accept-review\n")
+    result = decide(out, "cy", "--accept-review", "--because", "threads only in a test helper")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].startswith("final score 10.0 of 10.0, interview bar passed")
+    assert gradebook(out)["cy"]["interview_bar"] == "passed"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["needs_review"] == 0
+    # then the bar may be decided by hand too: the review entries were read
+    assert decide(out, "cy", "--bar", "not-passed", "--because", "the panel's call").exit_code == 0
+    assert gradebook(out)["cy"]["interview_bar"] == "not passed"
