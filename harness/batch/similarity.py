@@ -30,7 +30,7 @@ import token
 import tokenize
 from collections import Counter
 from importlib import resources
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 __all__ = ["fingerprint", "normalised_tokens", "placed_tokens", "matched_regions", "similar_pairs", "NGRAM", "WINDOW",
            "THRESHOLD", "MAX_BYTES", "MAX_TOKENS"]
@@ -243,16 +243,15 @@ def matched_regions(a: str, b: str, base: str | None = None) -> list[tuple[tuple
     that starts there and uses no token of ``b`` already matched. A run must start outside ``base`` (the
     candidate template, by default), which every candidate shares. Padding (``pass``, ``;``) is skipped.
     """
-    template = _template_grams() if base is None else set(_grams(_unpadded(base)))
-    left, right = _unpadded(a), _unpadded(b)
+    template = _template_grams() if base is None else set(_tokens_and_grams(base)[1])
+    (left, grams), (right, right_grams) = _tokens_and_grams(a), _tokens_and_grams(b)
     ta, tb = [t for t, _, _ in left], [t for t, _, _ in right]
     places: dict[int, list[int]] = {}
-    for j, gram in enumerate(_grams(right)):
+    for j, gram in enumerate(right_grams):
         places.setdefault(gram, []).append(j)
     shortest = NGRAM + WINDOW - 1
     used = [False] * len(tb)
     regions = []
-    grams = _grams(left)
     i = 0
     while i < len(grams):
         best, where = 0, -1
@@ -273,11 +272,24 @@ def matched_regions(a: str, b: str, base: str | None = None) -> list[tuple[tuple
     return regions
 
 
-def _unpadded(source: str) -> list[tuple[str, int, int]]:
-    return [t for t in placed_tokens(source) if t[0] not in _PADDING]
+_CACHED_BYTES = 64 * 1024
+"""Sources up to this size keep their tokens between pairs (32 of them at most: a few MB)."""
 
 
-def _grams(tokens: list[tuple[str, int, int]]) -> list[int]:
+def _tokens_and_grams(source: str) -> tuple[tuple[tuple[str, int, int], ...], tuple[int, ...]]:
+    """A source's tokens without padding and their k-gram hashes (an engine in many pairs is read once)."""
+    return _prepared(source) if len(source) <= _CACHED_BYTES else _prepare(source)
+
+
+def _prepare(source: str) -> tuple[tuple[tuple[str, int, int], ...], tuple[int, ...]]:
+    tokens = tuple(t for t in placed_tokens(source) if t[0] not in _PADDING)
+    return tokens, tuple(_grams(tokens))
+
+
+_prepared = functools.lru_cache(maxsize=32)(_prepare)
+
+
+def _grams(tokens: Sequence[tuple[str, int, int]]) -> list[int]:
     texts = [t for t, _, _ in tokens]
     return [_hash(texts[i:i + NGRAM]) for i in range(max(0, len(texts) - NGRAM + 1))]
 
@@ -285,6 +297,6 @@ def _grams(tokens: list[tuple[str, int, int]]) -> list[int]:
 @functools.lru_cache(maxsize=1)
 def _template_grams() -> frozenset[int]:
     try:
-        return frozenset(_grams(_unpadded(resources.files("candidate_template").joinpath("solution.py").read_text())))
+        return frozenset(_prepare(resources.files("candidate_template").joinpath("solution.py").read_text())[1])
     except (OSError, ModuleNotFoundError):
         return frozenset()
