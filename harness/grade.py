@@ -159,8 +159,9 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[Check], started: 
     from harness.diagnosis.causes import diagnose_safely
 
     static = grading.submission.findings
-    skipped = [result(c, "skipped", grading.excuse(c) or "skipped: the source uses torch's autograd (an integrity "
-                                                          "violation)") for c in checks]
+    skipped = hidden_marked([result(c, "skipped", grading.excuse(c) or "skipped: the source uses torch's autograd "
+                                                                       "(an integrity violation)") for c in checks],
+                            checks)
     points = allot(grading.rubric, skipped, excused(skipped))
     skipped, causes, failure = diagnose_safely(skipped, static.violations, points, {})
     return grading.report("graded", "", skipped, points, {"total": time.perf_counter() - started},
@@ -195,7 +196,7 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
     results.update(run_checks(runnable, lambda: new_context(members), timings))
     t0 = time.perf_counter()
     static = settled()
-    ordered = [results[c.id] for c in checks]
+    ordered = hidden_marked([results[c.id] for c in checks], checks)
     points = allot(grading.rubric, ordered, excused(ordered))
     graded, causes, failure = diagnose_safely(ordered, (*static.violations, *kept(shared.violations, options.variant)),
                                               points, {c.id: c.graph for c in checks if c.graph is not None})
@@ -203,6 +204,12 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
     timings["total"] = time.perf_counter() - started
     return grading.report("graded", "", graded, points, timings, found=_found(static, options.variant, shared),
                           causes=causes, diagnosis_error=failure)
+
+
+def hidden_marked(results: Sequence[CheckResult], checks: Sequence[Check]) -> list[CheckResult]:
+    """``results`` with those of hidden spec cases marked so, for every renderer to read."""
+    hidden = {c.id for c in checks if c.hidden}
+    return [dataclasses.replace(r, hidden=True) if r.id in hidden else r for r in results]
 
 
 def excused(results: Sequence[CheckResult]) -> set[str]:

@@ -6,7 +6,8 @@ OUTDIR/
   sources/               the files unpacked from a zip (what the results' snippets import)
   results/<id>.json      each submission's JSON report (as ``grade FILE --format json``)
   results/<id>.md        its Markdown write-up
-  summary.json, summary.csv, report.html
+  decisions.json         people's decisions (``grade batch decide``), read by every export
+  summary.json, summary.csv, gradebook.csv, report.html, feedback/<id>.md, similarity.json
   gradescope/<id>/results.json   with --gradescope
 """
 
@@ -21,14 +22,14 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from harness import __version__
 from harness.batch.collect import CollectedSubmission
-from harness.batch.grading import Graded, source_sha256
+from harness.batch.exports import read_outputs, with_regions, write_exports
+from harness.batch.grading import Graded, read_source, source_sha256
 from harness.batch.similarity import THRESHOLD, similar_pairs
 from harness.errors import HarnessError
 from harness.grade import GradeOptions
 from harness.report.files import write_atomic
-from harness.report.formats import BATCH_FORMATS
+from harness.report.gradescope import parse_visibility
 from harness.report.model import Report
-from harness.report.tables import gradescope_results, parse_visibility, summarise
 
 __all__ = ["Outputs", "Pool", "check_outdir", "run_batch", "settings_record"]
 
@@ -60,13 +61,7 @@ def resolve_outputs(outdir: Path, asked: Outputs, earlier: bool) -> tuple[Output
     """The outputs of this run, and notes for the interviewer. A resume keeps writing what the earlier
     run wrote (so that no export is left stale, nor misses a submission graded now), and says so;
     a changed setting is said too. Records the outputs in ``outputs.json``."""
-    previous: dict[str, Any] = {}
-    if earlier:
-        try:
-            loaded = json.loads((outdir / "outputs.json").read_text())
-            previous = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):
-            previous = {}
+    previous = read_outputs(outdir) if earlier else {}
     before_junit = previous.get("junit") if isinstance(previous.get("junit"), str) else None
     before_threshold = previous.get("similarity_threshold")
     if not isinstance(before_threshold, (int, float)) or isinstance(before_threshold, bool):
@@ -162,35 +157,47 @@ def check_outdir(outdir: Path, resume: bool) -> bool:
     return earlier
 
 
-def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool) -> tuple[bool, bool, list[str]]:
+def prepare(outdir: Path, settings: Mapping[str, Any], resume: bool,
+            only: Sequence[str] = ()) -> tuple[bool, bool, list[str]]:
     """Make the output folder ready: (whether it holds an earlier run, whether its results may be
     reused, notes on what changed).
 
     Without ``resume``, a folder that already holds batch results is refused rather
-    than mixed with new ones.
+    than mixed with new ones. ``only`` (regrade those candidates, keep the rest) needs an earlier
+    run graded with the same settings, or the cohort would mix two gradings: refused otherwise,
+    before anything is written.
     """
     results = outdir / "results"
     earlier = check_outdir(outdir, resume)
-    results.mkdir(parents=True, exist_ok=True)
     try:
         previous = json.loads((outdir / "settings.json").read_text()) if earlier else None
     except (OSError, ValueError):
         previous = None
     reusable = previous == dict(settings)
-    notes = []
+    what = ""
     if earlier and not reusable:
         if isinstance(previous, dict):
             keys = sorted(k for k in {*previous, *settings} if previous.get(k) != settings.get(k))
             what = ", ".join(f"{k} {previous.get(k)} -> {settings.get(k)}" for k in keys)
         else:
             what = "the earlier settings cannot be read"
+    if only and not earlier:
+        raise HarnessError(f"{outdir}: holds no earlier results: --only regrades candidates of an earlier run "
+                           "(run the whole batch first)")
+    if only and not reusable:
+        raise HarnessError(f"--only keeps the other candidates' results, but the grading settings changed since the "
+                           f"earlier run ({what}): run --resume without --only to grade everyone again")
+    results.mkdir(parents=True, exist_ok=True)
+    notes = []
+    if earlier and not reusable:
         notes.append(f"grading settings changed since the earlier run ({what}): every submission is graded again")
     write_atomic(outdir / "settings.json", json.dumps(dict(settings), indent=2) + "\n")
     return earlier, reusable, notes
 
 
-def reusable_result(outdir: Path, sub: CollectedSubmission) -> Graded | None:
-    """The result of an earlier run for ``sub`` when its source is unchanged, else None."""
+def reusable_result(outdir: Path, sub: CollectedSubmission, *, changed: bool = False) -> Graded | None:
+    """The result of an earlier run for ``sub`` when its source is unchanged (or, with ``changed``, whatever its
+    source now), else None."""
     json_path, md_path = outdir / "results" / f"{sub.id}.json", outdir / "results" / f"{sub.id}.md"
     try:
         data = json.loads(json_path.read_text())
@@ -203,7 +210,7 @@ def reusable_result(outdir: Path, sub: CollectedSubmission) -> Graded | None:
         report = Report.from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None  # not a report this grader wrote: graded again
-    if report.file != sub.origin or report.source_sha256 != source_sha256(sub.path):
+    if not changed and (report.file != sub.origin or report.source_sha256 != source_sha256(sub.path)):
         return None
     return Graded(sub.id, report, markdown)
 
@@ -216,29 +223,46 @@ def write_result(outdir: Path, graded: Graded) -> None:
 
 
 def run_batch(submissions: Sequence[CollectedSubmission], pool: Pool, outdir: Path, settings: Mapping[str, Any], *,
-              resume: bool = False, outputs: Outputs = Outputs(),
+              resume: bool = False, outputs: Outputs = Outputs(), only: Sequence[str] = (),
               on_result: Callable[[str, Report], None] = lambda sid, report: None,
               on_reused: Callable[[int], None] = lambda count: None) -> BatchRun:
     """Grade ``submissions`` with ``pool`` into ``outdir`` and write the summaries.
 
     Each result is written as soon as it finishes (``on_result`` hears of it; ``on_reused``
-    of how many earlier results were kept). A KeyboardInterrupt stops the
-    grading; the results finished so far are kept and summarised (``complete``
-    false, the rest listed as ``pending``) before it is raised again.
+    of how many earlier results were kept). With ``only`` (ids; needs ``resume``), just those
+    are graded again and every other candidate keeps its earlier result as it is (a candidate
+    without one stays pending). A KeyboardInterrupt stops the grading; the results finished so
+    far are kept and summarised (``complete`` false, the rest listed as ``pending``) before it
+    is raised again.
     """
     outdir = Path(outdir)
-    earlier, reuse, notes = prepare(outdir, settings, resume)
+    known = {sub.id for sub in submissions}
+    unknown = [sid for sid in only if sid not in known]
+    if unknown:
+        raise HarnessError(f"--only {unknown[0]}: no such candidate in the batch (candidates: "
+                           f"{', '.join(sorted(known)[:20])}{', ...' if len(known) > 20 else ''})")
+    earlier, reuse, notes = prepare(outdir, settings, resume, only)
     outputs, output_notes = resolve_outputs(outdir, outputs, earlier)
     notes += output_notes
     finished: dict[str, Graded] = {}
     reused = []
+    stale = []
     if reuse:
         for sub in submissions:
-            earlier = reusable_result(outdir, sub)
-            if earlier is not None:
-                finished[sub.id] = earlier
+            if sub.id in only:
+                continue
+            kept = reusable_result(outdir, sub)
+            if kept is None and only:
+                kept = reusable_result(outdir, sub, changed=True)
+                if kept is not None:
+                    stale.append(sub.id)
+            if kept is not None:
+                finished[sub.id] = kept
                 reused.append(sub.id)
-    todo = [sub for sub in submissions if sub.id not in finished]
+    todo = [sub for sub in submissions if sub.id not in finished and (not only or sub.id in only)]
+    if stale:
+        notes.append(f"kept the earlier results of {', '.join(stale)} though their source changed since (--only): "
+                     "run --resume without --only to grade them again")
     on_reused(len(reused))
     interrupted = False
     try:
@@ -266,29 +290,19 @@ class BatchInterrupted(KeyboardInterrupt):
 
 def write_summaries(submissions: Sequence[CollectedSubmission], finished: Mapping[str, Graded], outdir: Path,
                     settings: Mapping[str, Any], outputs: Outputs) -> BatchRun:
-    """summary.json, summary.csv, report.html, and the optional JUnit and Gradescope files."""
+    """Every export of the cohort (``exports.write_exports``): the summaries, the page, the gradebook, the
+    candidates' feedback, and the optional JUnit and Gradescope files."""
     reports = {sub.id: finished[sub.id].report for sub in submissions if sub.id in finished}
     pending = [sub.id for sub in submissions if sub.id not in finished]
     sources = {}
     for sub in submissions:
         if sub.id in finished and sub.path is not None:
-            try:
-                sources[sub.id] = sub.path.read_text(errors="replace")
-            except OSError:
-                pass
+            data = read_source(sub.path)
+            if data is not None:
+                sources[sub.id] = data.decode("utf-8", errors="replace")
     pairs = similar_pairs(sources, THRESHOLD if outputs.similarity_threshold is None
                           else outputs.similarity_threshold)
-    summary = summarise(reports, settings=settings, similarity=pairs, pending=pending)
-    write_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    for fmt in BATCH_FORMATS.values():
-        if fmt.file:
-            write_atomic(outdir / fmt.file, fmt.render(summary, reports))
-    if outputs.junit is not None:
-        write_atomic(outputs.junit, BATCH_FORMATS["junit"].render(summary, reports))
-    if outputs.gradescope:
-        for sid, report in reports.items():
-            folder = outdir / "gradescope" / sid
-            folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(folder / "results.json",
-                         json.dumps(gradescope_results(report, outputs.visibility), indent=2) + "\n")
+    summary = write_exports(outdir, reports, settings=settings, pairs=with_regions(pairs, sources), sources=sources,
+                            pending=pending, gradescope=outputs.gradescope, junit=outputs.junit,
+                            visibility=outputs.visibility)
     return BatchRun(summary, reports)

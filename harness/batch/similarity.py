@@ -21,6 +21,7 @@ hold the batch up.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import itertools
@@ -29,10 +30,10 @@ import token
 import tokenize
 from collections import Counter
 from importlib import resources
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
-__all__ = ["fingerprint", "normalised_tokens", "similar_pairs", "NGRAM", "WINDOW", "THRESHOLD", "MAX_BYTES",
-           "MAX_TOKENS"]
+__all__ = ["fingerprint", "normalised_tokens", "placed_tokens", "matched_regions", "similar_pairs", "NGRAM", "WINDOW",
+           "THRESHOLD", "MAX_BYTES", "MAX_TOKENS"]
 
 NGRAM = 8
 """Tokens per k-gram: long enough that two unrelated engines share few, short enough to survive small edits."""
@@ -54,7 +55,12 @@ _FSTRING = {getattr(token, name) for name in ("FSTRING_START", "FSTRING_MIDDLE",
 
 def normalised_tokens(source: str) -> list[str]:
     """The source's tokens with names, strings and numbers made anonymous; stops quietly at a syntax error."""
-    out: list[str] = []
+    return [text for text, _, _ in placed_tokens(source)]
+
+
+def placed_tokens(source: str) -> list[tuple[str, int, int]]:
+    """``normalised_tokens`` with the lines (first, last; 1-based) each token spans in ``source``."""
+    out: list[tuple[str, int, int]] = []
     previous = ""
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source[:MAX_BYTES]).readline):
@@ -72,7 +78,7 @@ def normalised_tokens(source: str) -> list[str]:
                 text = tok.string
             if text == "S" and previous == "S":  # implicit concatenation, docstring split in two: one string
                 continue
-            out.append(text)
+            out.append((text, tok.start[0], tok.end[0]))
             previous = text
             if len(out) >= MAX_TOKENS:
                 break
@@ -220,3 +226,77 @@ def similar_pairs(sources: Mapping[str, str], threshold: float = THRESHOLD,
             pairs.append({"a": a, "b": b, "score": round(score, 3), "shared": common})
     pairs.sort(key=lambda p: (-p["score"], p["a"], p["b"]))
     return pairs
+
+
+_PADDING = {"pass", ";"}
+"""Tokens a copy can be padded with that never change what the code does: left out of the matched runs."""
+_CANDIDATES = 16
+"""Places of the other source tried for each k-gram: bounds the work on repetitive code."""
+
+
+def matched_regions(a: str, b: str, base: str | None = None) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where ``a`` and ``b`` hold the same code, for showing a pair side by side (as MOSS and Dolos do): the
+    runs of at least ``NGRAM + WINDOW - 1`` anonymous tokens (the shortest run the score is sure to see) the two
+    share, as pairs of line spans ``((first, last) in a, (first, last) in b)`` in ``a``'s order.
+
+    Runs are found greedily from the start of ``a`` (greedy string tiling): each run is the longest
+    that starts there and uses no token of ``b`` already matched. A run must start outside ``base`` (the
+    candidate template, by default), which every candidate shares. Padding (``pass``, ``;``) is skipped.
+    """
+    template = _template_grams() if base is None else set(_tokens_and_grams(base)[1])
+    (left, grams), (right, right_grams) = _tokens_and_grams(a), _tokens_and_grams(b)
+    ta, tb = [t for t, _, _ in left], [t for t, _, _ in right]
+    places: dict[int, list[int]] = {}
+    for j, gram in enumerate(right_grams):
+        places.setdefault(gram, []).append(j)
+    shortest = NGRAM + WINDOW - 1
+    used = [False] * len(tb)
+    regions = []
+    i = 0
+    while i < len(grams):
+        best, where = 0, -1
+        if grams[i] not in template:
+            for j in places.get(grams[i], ())[:_CANDIDATES]:
+                length = 0
+                while (i + length < len(ta) and j + length < len(tb) and not used[j + length]
+                       and ta[i + length] == tb[j + length]):
+                    length += 1
+                if length > best:
+                    best, where = length, j
+        if best < shortest:
+            i += 1
+            continue
+        used[where:where + best] = [True] * best
+        regions.append(((left[i][1], left[i + best - 1][2]), (right[where][1], right[where + best - 1][2])))
+        i += best
+    return regions
+
+
+_CACHED_BYTES = 64 * 1024
+"""Sources up to this size keep their tokens between pairs (32 of them at most: a few MB)."""
+
+
+def _tokens_and_grams(source: str) -> tuple[tuple[tuple[str, int, int], ...], tuple[int, ...]]:
+    """A source's tokens without padding and their k-gram hashes (an engine in many pairs is read once)."""
+    return _prepared(source) if len(source) <= _CACHED_BYTES else _prepare(source)
+
+
+def _prepare(source: str) -> tuple[tuple[tuple[str, int, int], ...], tuple[int, ...]]:
+    tokens = tuple(t for t in placed_tokens(source) if t[0] not in _PADDING)
+    return tokens, tuple(_grams(tokens))
+
+
+_prepared = functools.lru_cache(maxsize=32)(_prepare)
+
+
+def _grams(tokens: Sequence[tuple[str, int, int]]) -> list[int]:
+    texts = [t for t, _, _ in tokens]
+    return [_hash(texts[i:i + NGRAM]) for i in range(max(0, len(texts) - NGRAM + 1))]
+
+
+@functools.lru_cache(maxsize=1)
+def _template_grams() -> frozenset[int]:
+    try:
+        return frozenset(_prepare(resources.files("candidate_template").joinpath("solution.py").read_text())[1])
+    except (OSError, ModuleNotFoundError):
+        return frozenset()

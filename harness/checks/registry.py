@@ -44,6 +44,8 @@ class Check:
     graph: tuple[Any, Any] | None = None
     """(program, torch's outcome) for a check that runs one fixed graph: the diagnosis reads
     passing ones to tell bugs apart."""
+    hidden: bool = False
+    """A spec case the author hid: graded and counted, never shown to the candidate."""
 
     def __post_init__(self) -> None:
         _refuse_unknown(self.id, self.level, self.concept)

@@ -4,6 +4,7 @@ renders, and sets the exit code. Nothing below it imports it.
 entry.py  the process: the group, then an exit without the interpreter's teardown
 group.py  the ``grade`` group: ``grade FILE`` (and ``--watch``), ``init``, ``explain``
 batch.py  ``grade batch``: a folder (or zip) of submissions for interviewers
+decide.py ``grade batch decide``: a person's decision about one candidate of a graded batch
 spec.py   ``grade spec ...``: check, write and fill YAML graph cases
 audit.py  the kill matrix behind ``grade spec audit``
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,7 +19,20 @@ SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name"
 """Options of ``grade FILE`` that ``grade batch`` takes as they are (one definition, in harness.cli.group)."""
 
 
-@click.command("batch")
+class _BatchCommand(click.Command):
+    """``grade batch PATH -o OUT`` grades; ``grade batch decide OUT NAME ...`` records a person's decision."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        if args and args[0] == "decide":
+            from harness.cli.decide import decide
+
+            return decide.make_context(f"{info_name} decide", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command("batch", cls=_BatchCommand, epilog="Record a person's decision about a candidate (a score set by hand, "
+               "review entries read, a comment) with: grade batch decide OUT NAME ... (see grade batch decide --help).")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the results, summaries and report.html.")
@@ -36,18 +50,23 @@ SHARED_OPTIONS = ("level", "seed", "specs", "only_specs", "rubric", "class_name"
 @click.option("--similarity", "similarity_threshold", type=click.FloatRange(0, 1), default=None,
               help="Report pairs of submissions at least this alike (0 to 1; default 0.6, or the resumed run's).")
 @click.option("--scheduler", metavar="ADDRESS", help="Grade on this Dask distributed scheduler (tcp://host:8786).")
+@click.option("--only", "only", multiple=True, metavar="NAME",
+              help="With --resume: grade these candidates again (repeatable) and keep every other result as it is.")
 def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_basic_isolation: bool,
           gradescope: bool, junit: Path | None, similarity_threshold: float | None, scheduler: str | None,
-          **grade_options) -> None:
+          only: tuple[str, ...], **grade_options) -> None:
     """Grade every submission in PATH: a folder of .py files, a folder of folders (each graded by its
     --entry file) or a .zip of either. Writes OUTDIR/results/<id>.json and .md, summary.json,
-    summary.csv and report.html."""
+    summary.csv, gradebook.csv, report.html and feedback/<id>.md."""
     from harness.batch.collect import collect
+    from harness.batch.decisions import load_decisions
     from harness.batch.runner import BatchInterrupted, Outputs, check_outdir, run_batch, settings_record
     from harness.cli.group import visibility_rules
     from harness.sandbox.launch import SandboxUnavailable, bubblewrap_missing
 
     visibility = visibility_rules(grade_options.pop("visibility", ()))
+    if only and not resume:
+        _fail("--only regrades candidates of an earlier run: add --resume")
 
     missing = bubblewrap_missing()
     if missing and not allow_basic_isolation and scheduler is None:
@@ -59,7 +78,8 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
         try:
             pool = _pool(options, jobs, scheduler, allow_basic_isolation)  # the sandbox starts importing torch
             _check_settings(options)
-            check_outdir(outdir, resume)
+            if check_outdir(outdir, resume):
+                load_decisions(outdir)  # a decisions file that cannot be trusted is refused before any grading
             # A zip is unpacked beside the results: their snippets import the submission from there.
             submissions = collect(path, entry, outdir / "sources", exclude=outdir)
             settings = settings_record(options, entry)
@@ -77,7 +97,7 @@ def batch(path: Path, outdir: Path, jobs: int, entry: str, resume: bool, allow_b
                           visibility=visibility)
         run, failure = None, ""
         try:
-            run = run_batch(submissions, pool, outdir, settings, resume=resume, outputs=outputs,
+            run = run_batch(submissions, pool, outdir, settings, resume=resume, outputs=outputs, only=only,
                             on_result=progress.finished, on_reused=progress.reused)
         except BatchInterrupted as stop:
             run = stop.run

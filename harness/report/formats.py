@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Mapping, Sequence
+from typing import Callable, Final, Sequence
 
+from harness.report.cohort import Cohort
+from harness.report.feedback import render_feedback
+from harness.report.gradescope import gradescope_results
 from harness.report.html import render_html
 from harness.report.model import Report
 from harness.report.render import render_json, render_markdown, render_text
-from harness.report.tables import gradescope_results, render_csv, render_junit
+from harness.report.tables import render_csv, render_gradebook, render_junit
 
-__all__ = ["Format", "FORMATS", "render", "BatchFormat", "BATCH_FORMATS"]
+__all__ = ["Format", "FORMATS", "render", "BatchFormat", "BATCH_FORMATS", "Cohort"]
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,17 @@ def _gradescope(report: Report, colour: bool, verbose: bool, visibility: Sequenc
     return json.dumps(gradescope_results(report, visibility), indent=2)
 
 
+def _feedback(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
+    """The candidate's Markdown: the write-up without hidden spec cases."""
+    return render_feedback(report)
+
+
 FORMATS: Final[dict[str, Format]] = {
     "text": Format(_text, ".txt"),
     "json": Format(_json, ".json"),
     "markdown": Format(_markdown, ".md"),
     "gradescope": Format(_gradescope, watched=False),
+    "feedback": Format(_feedback, watched=False),
 }
 
 
@@ -64,18 +73,16 @@ def render(report: Report, fmt: str, *, colour: bool = False, verbose: bool = Fa
 
 @dataclass(frozen=True)
 class BatchFormat:
-    render: Callable[[Mapping[str, Any], Mapping[str, Report]], str]
-    """``(summary, reports by id) -> text``: the summary (``tables.summarise``) and the reports it summarises."""
+    render: Callable[[Cohort], str]
+    """``cohort -> text``: the summary (``summary.summarise``, every decision applied), the reports it summarises,
+    and the sources of similar pairs."""
     file: str = ""
     """The file a batch writes it to in its output folder; empty: only where an option asks (``--junit PATH``)."""
 
 
-def _csv(summary: Mapping[str, Any], reports: Mapping[str, Report]) -> str:
-    return render_csv(summary)
-
-
 BATCH_FORMATS: Final[dict[str, BatchFormat]] = {
-    "csv": BatchFormat(_csv, "summary.csv"),
+    "csv": BatchFormat(lambda cohort: render_csv(cohort.summary), "summary.csv"),
+    "gradebook": BatchFormat(lambda cohort: render_gradebook(cohort.summary), "gradebook.csv"),
     "html": BatchFormat(render_html, "report.html"),
-    "junit": BatchFormat(render_junit),
+    "junit": BatchFormat(lambda cohort: render_junit(cohort.summary, cohort.reports)),
 }

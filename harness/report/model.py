@@ -57,19 +57,26 @@ class CheckResult:
     """Ids of catalogued bugs that reproduce this failure, best fit first."""
     evidence: Evidence | None = field(default=None, compare=False, repr=False)
     """The failing run as objects, for the diagnosis; never serialised."""
+    hidden: bool = False
+    """From a spec case its author hid (``hidden: true``): graded and counted, shown to the interviewer, left
+    out of what the candidate sees (``report.candidate_view``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "level": self.level, "concept": self.concept, "title": self.title,
-                "outcome": self.outcome, "message": self.message, "points": round(self.points, 2),
-                "max_points": round(self.max_points, 2), "details": copy.deepcopy(self.details),
-                "seconds": round(self.seconds, 3), "diagnosis": list(self.diagnosis)}
+        out = {"id": self.id, "level": self.level, "concept": self.concept, "title": self.title,
+               "outcome": self.outcome, "message": self.message, "points": round(self.points, 2),
+               "max_points": round(self.max_points, 2), "details": copy.deepcopy(self.details),
+               "seconds": round(self.seconds, 3), "diagnosis": list(self.diagnosis)}
+        if self.hidden:  # only then: every report without hidden cases reads as it always has
+            out["hidden"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
         return cls(id=data["id"], level=data["level"], concept=data["concept"], title=data.get("title", ""),
                    outcome=data["outcome"], message=data.get("message", ""), points=data.get("points", 0.0),
                    max_points=data.get("max_points", 0.0), details=dict(data.get("details") or {}),
-                   seconds=data.get("seconds", 0.0), diagnosis=tuple(data.get("diagnosis") or ()))
+                   seconds=data.get("seconds", 0.0), diagnosis=tuple(data.get("diagnosis") or ()),
+                   hidden=data.get("hidden") is True)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def spec_checks(paths: Iterable[str | Path]) -> list[Check]:
 def as_check(case: SpecCase) -> Check:
     return Check(f"spec:{case.id}", case.level, case.concepts[0], case.title, case.hint,
                  frozenset(case.requirements), TIMEOUT, _runner(case), cost=0.01, isolated=False,
-                 graph=(case.program, case.expected))
+                 graph=(case.program, case.expected), hidden=case.hidden)
 
 
 def _runner(case: SpecCase) -> Callable[[Any], None]:

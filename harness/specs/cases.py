@@ -74,6 +74,7 @@ class _CaseReader:
         concepts = self.attempt(self._concepts)
         hint = self.attempt(self._line, "hint") if "hint" in self.entries else None
         passes = self.attempt(self._passes)
+        hidden = self.attempt(self._hidden)
         tolerance_node = self.value("tolerance")
         leaves = self.attempt(self._inputs)
         upstream = None
@@ -130,6 +131,7 @@ class _CaseReader:
             requirements=frozenset(program.requirements()),
             source=Path(src.path),
             line=self.node.start_mark.line + 1,
+            hidden=bool(hidden),
         )
 
     # -- simple keys --
@@ -174,6 +176,10 @@ class _CaseReader:
                 raise self.src.error(item, f"concept {value!r} is listed twice")
             concepts.append(value)
         return concepts
+
+    def _hidden(self) -> bool:
+        node = self.value("hidden")
+        return False if node is None else _bool(self.src, node, "hidden")
 
     def _passes(self) -> int | None:
         node = self.value("passes")

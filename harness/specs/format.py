@@ -34,7 +34,7 @@ INITS: Final = ("randn", "uniform", "ints", "randint", "zeros", "ones", "arange"
 
 CASE_KEYS: Final = (
     "id", "title", "level", "concepts", "hint", "inputs", "steps", "output", "upstream", "passes", "expect",
-    "tolerance",
+    "tolerance", "hidden",
 )  # fmt: skip
 REQUIRED_CASE_KEYS: Final = ("id", "title", "level", "concepts", "inputs", "output")
 INPUT_KEYS: Final = ("value", "shape", "init", "seed", "low", "high", "scale", "dtype", "requires_grad")
@@ -90,6 +90,8 @@ class SpecCase:
     requirements: frozenset[str]
     source: Path
     line: int
+    hidden: bool = False
+    """Graded and counted, shown to the interviewer, never in what the candidate sees."""
 
 
 def _float64(value: torch.Tensor) -> torch.Tensor:

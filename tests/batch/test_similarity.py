@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.batch.similarity import (MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, fingerprint, normalised_tokens,
-                                      similar_pairs, without_padding)
+from harness.batch.similarity import (MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, fingerprint, matched_regions,
+                                      normalised_tokens, similar_pairs, without_padding)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = (ROOT / "tests" / "solutions" / "overwrite_grad.py").read_text()
@@ -94,3 +94,31 @@ def test_input_is_bounded():
     huge = "x = y + 1\n" * 300_000  # 3 MB, ten times what is compared
     assert len(normalised_tokens(huge)) <= MAX_TOKENS
     assert similar_pairs({"a": huge, "b": huge}) == []  # one repeated line: too few fingerprints to judge
+
+
+def _lines(regions, side):
+    return {line for pair in regions for line in range(pair[side][0], pair[side][1] + 1)}
+
+
+def test_matched_regions_pair_the_lines_two_sources_share():
+    code = [i for i, line in enumerate(ENGINE.splitlines(), 1) if line.strip() and not line.strip().startswith("#")]
+    # a renamed copy, shifted by one line: every line of code is matched, each with its own line of the copy
+    renamed = "# mine\n" + ENGINE.replace("grad", "g")
+    regions = matched_regions(ENGINE, renamed, base="")
+    assert set(code) <= _lines(regions, 0) and {i + 1 for i in code} <= _lines(regions, 1)
+    assert all(b[0] - a[0] == 1 and b[1] - a[1] == 1 for a, b in regions)
+    # ;pass after every statement is padding, not a difference
+    assert set(code) <= _lines(matched_regions(ENGINE, _semicolon_pass(ENGINE), base=""), 0)
+    # the template every candidate starts from is never a match
+    template = (ROOT / "candidate_template" / "solution.py").read_text()
+    assert matched_regions(template, template) == []
+    # an independent engine shares short runs only (a line or a few: what any two engines write alike)
+    reference = (ROOT / "reference" / "engine.py").read_text()
+    assert max(a[1] - a[0] for a, _ in matched_regions(ENGINE, reference)) < 8
+    assert max(a[1] - a[0] for a, _ in regions) > 50
+
+
+def test_matched_regions_are_bounded():
+    huge = "x = y + 1\n" * 300_000
+    [(left, right)] = matched_regions(huge, huge, base="")
+    assert left == right and left[0] == 1 and left[1] <= MAX_TOKENS

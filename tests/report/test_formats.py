@@ -14,9 +14,9 @@ import pytest
 from made_up_cohort import cohort
 
 from harness.report.files import SUFFIXES, write_formats
-from harness.report.formats import BATCH_FORMATS, FORMATS, render
+from harness.report.formats import BATCH_FORMATS, FORMATS, Cohort, render
 from harness.report.model import CheckResult, Report
-from harness.report.tables import summarise
+from harness.report.summary import summarise
 
 REPORT = Report(
     file="solution.py", status="graded", score=6.0, max_score=10.0,
@@ -24,7 +24,9 @@ REPORT = Report(
     checks=(CheckResult("core.add", "core", "accumulation", "Addition has the right gradient.", "passed",
                         points=6.0, max_points=6.0),
             CheckResult("core.mul", "core", "accumulation", "Multiplication has the right gradient.", "failed",
-                        "grad of a is wrong at [0, 1]", points=0.0, max_points=4.0)),
+                        "grad of a is wrong at [0, 1]", points=0.0, max_points=4.0),
+            CheckResult("spec:core.secret", "core", "accumulation", "A case the candidate never sees.", "failed",
+                        "secret case failed", points=0.0, max_points=0.0, hidden=True)),
 )
 
 
@@ -35,7 +37,8 @@ def _text(out: str) -> None:
 
 def _json(out: str) -> None:
     data = json.loads(out)
-    assert [c["outcome"] for c in data["checks"]] == ["passed", "failed"]
+    assert [c["outcome"] for c in data["checks"]] == ["passed", "failed", "failed"]
+    assert [c.get("hidden", False) for c in data["checks"]] == [False, False, True]
     assert (data["score"], data["max_score"]) == (6.0, 10.0)
 
 
@@ -47,17 +50,30 @@ def _markdown(out: str) -> None:
 def _gradescope(out: str) -> None:
     data = json.loads(out)
     assert (data["score"], data["max_score"]) == (6.0, 10.0)
-    assert [(t["name"].split(":")[0], t["status"], t["score"], t["max_score"]) for t in data["tests"]] == [
-        ("core.add", "passed", 6.0, 6.0), ("core.mul", "failed", 0.0, 4.0)]
+    assert [(t["name"].split(": ")[0], t["status"], t["score"], t["max_score"]) for t in data["tests"]] == [
+        ("core.add", "passed", 6.0, 6.0), ("core.mul", "failed", 0.0, 4.0), ("spec:core.secret", "failed", 0.0, 0.0)]
     assert data["tests"][1]["visibility"] == "hidden"  # the --visibility rule below
+    assert data["tests"][2]["visibility"] == "hidden"  # a hidden case, whatever the rules say
 
 
-CHECKED = {"text": _text, "json": _json, "markdown": _markdown, "gradescope": _gradescope}
+def _feedback(out: str) -> None:
+    assert out.lstrip().startswith("#") and "core.mul" in out
+    assert "secret" not in out  # the hidden case is never in what the candidate reads
+
+
+CHECKED = {"text": _text, "json": _json, "markdown": _markdown, "gradescope": _gradescope, "feedback": _feedback}
 
 
 def _csv(out: str) -> None:
     rows = list(csv.reader(io.StringIO(out)))
     assert [row[:4] for row in rows[1:3]] == [["(maximum)", "", "10.0", "10.0"], ["ada", "graded", "10.0", "10.0"]]
+
+
+def _gradebook(out: str) -> None:
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [row["candidate"] for row in rows] == ["ada", "bert", "cleo", "dmitri", "=evil"][:4] + ["'=evil"]
+    assert (rows[1]["final_score"], rows[1]["automatic_score"], rows[1]["max_score"]) == ("4.0", "4.0", "10.0")
+    assert rows[0]["interview_bar"] == "passed" and rows[1]["interview_bar"] == "not passed"
 
 
 def _html(out: str) -> None:
@@ -70,7 +86,7 @@ def _junit(out: str) -> None:
     assert suites["=evil"].find("testcase").get("name") == "grade"  # a row that was not graded: one error
 
 
-BATCH_CHECKED = {"csv": _csv, "html": _html, "junit": _junit}
+BATCH_CHECKED = {"csv": _csv, "gradebook": _gradebook, "html": _html, "junit": _junit}
 
 
 def test_every_format_is_checked():
@@ -81,7 +97,7 @@ def test_every_format_is_checked():
 @pytest.mark.parametrize("name", sorted(BATCH_FORMATS))
 def test_batch_format_renders_the_cohort(name):
     reports = cohort()
-    BATCH_CHECKED[name](BATCH_FORMATS[name].render(summarise(reports, settings={}), reports))
+    BATCH_CHECKED[name](BATCH_FORMATS[name].render(Cohort(summarise(reports, settings={}), reports)))
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

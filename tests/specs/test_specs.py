@@ -72,6 +72,14 @@ def test_worked_example_matches_hand_derivation(tmp_path: Path) -> None:
     assert case.source == tmp_path / "case.yaml" and case.line == 1
 
 
+def test_a_case_may_be_hidden_from_the_candidate(tmp_path: Path) -> None:
+    body = "inputs: {x: {value: 1.0}}\noutput: x.sum()\n"
+    assert load_one(case_text(body, hidden="true"), tmp_path).hidden is True
+    assert load_one(case_text(body), tmp_path).hidden is False
+    assert errors_of(case_text(body, hidden="yes please")) == [
+        "case.yaml:5:9: hidden must be true or false, got the string 'yes please'"]
+
+
 def test_a_file_may_hold_a_list_of_cases(tmp_path: Path) -> None:
     one = case_text("inputs: {a: {value: 2.0}}\noutput: a * a\n", id="t.one")
     two = case_text("inputs: {a: {value: 2.0}}\noutput: a + a\n", id="t.two")
@@ -185,7 +193,7 @@ def test_unknown_case_key_lists_the_allowed_ones() -> None:
     text = case_text("inputs: {x: {value: 1.0}}\noutput: x.sum()\nexpected: {output: 1.0}\n")
     assert errors_of(text) == [
         "case.yaml:7:1: unknown key 'expected' in a case; allowed: id, title, level, concepts, hint, inputs, "
-        "steps, output, upstream, passes, expect, tolerance"
+        "steps, output, upstream, passes, expect, tolerance, hidden"
     ]
 
 
