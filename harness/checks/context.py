@@ -47,9 +47,11 @@ class CheckEnded(Exception):
     It never goes into a rendered report.
     """
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, *, reason: str = "", **details: Any) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason
+        """A stable code of what went wrong (``CheckResult.reason``), where the message is prose."""
         self.details = details
         self.evidence: Evidence | None = None
 

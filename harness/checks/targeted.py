@@ -218,7 +218,7 @@ def backward_is_linear(ctx: Context) -> None:
         (n0, t0), (n1, t1) = growth.points[0], growth.points[-1]
         raise Failed(f"forward and backward over {n1} nodes used {t1:.2f} s of CPU against {t0:.3f} s for {n0}: "
                      f"the time grows like n^{growth.exponent:.1f} (linear is n^1), so backward is not linear in "
-                     "the graph's size", cpu_seconds=[list(point) for point in growth.points]
+                     "the graph's size", reason="superlinear", cpu_seconds=[list(point) for point in growth.points]
                      ).with_evidence(Evidence(wide_graph(GROWTH_WIDTHS[-1]), None, None))
 
 
@@ -248,7 +248,7 @@ def inputs_unchanged(ctx: Context) -> None:
         changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
         if changed:
             raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward of {p.expression()}",
-                         graph=p.expression(), snippet=reproduce(p, ctx.path, ctx.class_name))
+                         reason="input_changed", graph=p.expression(), snippet=reproduce(p, ctx.path, ctx.class_name))
     if len(errors) == len(programs):
         p, error = errors[0]
         raise CandidateError(f"no graph ran to the end, so nothing shows the inputs are left alone: "
@@ -312,17 +312,20 @@ def no_grad_mode(ctx: Context) -> None:
     if "error" in facts:
         raise CandidateError(describe_error(facts["error"]))
     if facts.get("h_requires_grad") is not False or facts.get("z_requires_grad") is not False:
-        raise Failed("a result computed inside no_grad() still requires grad")
+        raise Failed("a result computed inside no_grad() still requires grad", reason="no_grad_records")
     z = facts.get("z_value") or {}
     if z.get("values") != [2.0, 2.0, 12.0]:
         raise Failed(f"inside no_grad() (x * x + x).relu() of x = [1, -2, 3] gave {z.get('values')}, "
-                     "expected [2.0, 2.0, 12.0]")
+                     "expected [2.0, 2.0, 12.0]", reason="no_grad_values")
     if not facts.get("intermediate_freed"):
-        raise Failed("a result computed inside no_grad() still holds a reference to its inputs, so nothing is freed")
+        raise Failed("a result computed inside no_grad() still holds a reference to its inputs, so nothing is freed",
+                     reason="no_grad_keeps_inputs")
     if facts.get("after_requires_grad") is not True:
-        raise Failed("after leaving no_grad(), new results no longer require grad: the mode was not restored")
+        raise Failed("after leaving no_grad(), new results no longer require grad: the mode was not restored",
+                     reason="no_grad_not_restored")
     if facts.get("after_exception_requires_grad") is not True:
-        raise Failed("an exception inside no_grad() left gradient recording switched off (use try/finally)")
+        raise Failed("an exception inside no_grad() left gradient recording switched off (use try/finally)",
+                     reason="no_grad_not_restored_after_exception")
 
 
 DEEP_CHAIN: Final = 100_000
@@ -339,17 +342,17 @@ def deep_graph(ctx: Context) -> None:
     except CandidateError as exc:
         raise Failed(f"the process died during the {DEEP_CHAIN:,}-node chain ({exc.message}). If backward "
                      "recurses, that is the C stack overflowing: raising the recursion limit only moves the "
-                     "crash") from None
+                     "crash", reason="process_died") from None
     error = facts.get("error")
     if error is not None:
         if error.get("type") == "RecursionError":
             raise Failed(f"RecursionError during {error.get('where')} on a {DEEP_CHAIN:,}-node chain: a recursive "
-                         "graph walk cannot handle deep graphs")
+                         "graph walk cannot handle deep graphs", reason="recursion")
         raise CandidateError(describe_error(error))
     grad = facts.get("grad") or {}
     if grad.get("values") != [float(DEEP_CHAIN + 1)]:
         raise Failed(f"on y = x + x + ... ({DEEP_CHAIN:,} additions) x.grad is {grad.get('values')}, "
-                     f"expected [{DEEP_CHAIN + 1}.0]")
+                     f"expected [{DEEP_CHAIN + 1}.0]", reason="wrong_gradient")
 
 
 @check("followups.memory_release", "followups", "memory", requires=CORE_MEMBERS)
@@ -374,13 +377,13 @@ def memory_release(ctx: Context) -> None:
     tol = tolerance_for(facts["x"].get("dtype", "float64"), transcendental=False)
     if grad is None or got["shape"] != [4, 3] or compare(grad, expected.grads["x"], tol, "x.grad") is not None:
         # A wrong gradient, not a kept graph: the probe's graph as evidence, for the diagnosis to name its bug.
-        raise Failed("the gradient of x in the memory-release probe is wrong",
+        raise Failed("the gradient of x in the memory-release probe is wrong", reason="wrong_gradient",
                      hint="the probe's gradient is wrong before its memory is judged: fix the failing gradient "
                           "checks first").with_evidence(
             Evidence(program, Observation({}, {}, {"x": grad}, {}, None, 0.0), expected))
     if facts.get("alive_after"):
         raise Failed(f"{facts['alive_after']} of 2 intermediate tensors are still alive after backward(): the "
-                     "output keeps the whole graph (and its saved tensors) in memory")
+                     "output keeps the whole graph (and its saved tensors) in memory", reason="graph_alive")
 
 
 @check("followups.cross_entropy", "followups", "numerics", requires=CORE_MEMBERS | {"cross_entropy"})

@@ -69,7 +69,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         if ev is not None and ev.observation is not None and ev.expected is not None:
             matches[r.id] = match_evidence(ev.program, ev.observation, ev.expected, replays)
         else:
-            matches[r.id] = match_signatures(r.id, r.message, passed)
+            matches[r.id] = match_signatures(r.id, r.reason, passed)
 
     passed_graphs = [graphs[c] for c in passed if graphs and c in graphs]
 
@@ -273,25 +273,45 @@ def _tier(cause: dict[str, Any]) -> int:
     return LEVELS.index(level) + 1
 
 
-_MISSING = re.compile(r"^not attempted: (?:.*, and )?\S+ has no (\S+)$")
+CORE_AS_ONE = 3
+"""From this many missing core members on, they are one cause: write the core (an untouched template)."""
 
 
 def _missing_members(results: Sequence[CheckResult], points: Mapping[str, float] | None) -> list[dict[str, Any]]:
-    """One cause per core member the engine lacks: the core checks that wait for it."""
+    """The core members the engine lacks (or has only as stubs), with the core checks that wait for them:
+    one cause each, or one for them all when most of the core is still to write."""
     waiting: dict[str, list[str]] = {}
+    stubs: set[str] = set()
     for r in results:
-        m = _MISSING.match(r.message) if r.outcome == "not_attempted" and r.level == "core" else None
-        if m:
-            waiting.setdefault(m.group(1), []).append(r.id)
+        if r.outcome == "not_attempted" and r.level == "core" and r.kind in ("missing_member", "stub") and r.reason:
+            waiting.setdefault(r.reason, []).append(r.id)
+            if r.kind == "stub":
+                stubs.add(r.reason)
+    groups = sorted(waiting.items(), key=lambda kv: -len(kv[1]))
+    if len(groups) >= CORE_AS_ONE:
+        checks = sorted({c for _, ids in groups for c in ids}, key=[r.id for r in results].index)
+        members = [m for m, _ in groups]
+        groups = [(members, checks)]
+    else:
+        groups = [([m], ids) for m, ids in groups]
     causes = []
-    for member, checks in sorted(waiting.items(), key=lambda kv: -len(kv[1])):
+    for members, checks in groups:
         n = len(checks)
+        named = ", ".join(f"`{m}`" for m in members)
+        written = "stubs" if set(members) <= stubs else "missing" if not set(members) & stubs else "missing or stubs"
+        if len(members) == 1:
+            name = f"implement `{members[0]}`: {n} core check{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} for it"
+            explanation = (f"The class has {'only a stub of' if members[0] in stubs else 'no'} `{members[0]}`, "
+                           f"which the core level needs: every check that uses it is not attempted, and scores nothing.")
+            hint = f"add `{members[0]}` (the README lists what each core method takes and returns)"
+        else:
+            name = f"implement the core: {named} ({n} core checks wait for them)"
+            explanation = (f"These core members are {written}: every core check uses at least one of them, so none "
+                           f"is attempted yet, and none scores.")
+            hint = ("start with `__init__`, `+`, `*` and `sum`, then `backward`: the README's table lists what each "
+                    "takes and returns")
         causes.append({
-            "bug": None, "name": f"implement `{member}`: {n} core check{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} "
-                                 f"for it",
-            "concept": "missing", "explanation": (f"The class has no `{member}`, which the core level needs: every "
-                                                  f"check that uses it is not attempted, and scores nothing."),
-            "hint": f"add `{member}` (the README lists what each core method takes and returns)",
+            "bug": None, "name": name, "concept": "missing", "explanation": explanation, "hint": hint,
             "checks": [], "waiting": checks, "snippet": "", "op": None, "operand": None, "symptom": "missing_member",
             "points": 0.0, "points_waiting": round(sum((points or {}).get(c, 0.0) for c in checks), 2),
         })
@@ -434,7 +454,7 @@ def _vague(cause: dict[str, Any]) -> bool:
 
 def _tie_finding(r: CheckResult) -> list[Finding]:
     """The ties checks judge a convention torch's outcome alone cannot: their failure names itself."""
-    if r.id.startswith("extensions.ties.") and "the full gradient to every tied element" in r.message:
+    if r.id.startswith("extensions.ties.") and r.reason == "tied_all":
         return [Finding(r.id.removeprefix("extensions.ties."), 0, "tied_all")]
     return []
 
