@@ -9,6 +9,7 @@ run in two lanes, each with a worker of its own, taking the costliest first from
 from __future__ import annotations
 
 import ast
+import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -81,10 +82,18 @@ def triage(plan: Iterable[Check], members: frozenset[str], features: dict[str, A
             results[planned.id] = result(planned, "skipped", why, "excused")
         elif missing:
             kind, reason, message = missing
-            results[planned.id] = result(planned, "not_attempted", f"not attempted: {message}", kind, reason)
+            waits = _members_waited_for(planned.requires, members, stubs)
+            results[planned.id] = dataclasses.replace(
+                result(planned, "not_attempted", f"not attempted: {message}", kind, reason),
+                details={"waits_for": waits} if waits else {})
         else:
             runnable.append(planned)
     return results, runnable
+
+
+def _members_waited_for(requires: frozenset[str], members: frozenset[str], stubs: Mapping[str, str]) -> list[str]:
+    """Every member a check needs that the class lacks or has only as a stub."""
+    return sorted(need for need in requires if not need.startswith("feature:") and (need in stubs or need not in members))
 
 
 def _missing(requires: frozenset[str], members: frozenset[str], features: dict[str, Any], class_name: str,
