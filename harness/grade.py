@@ -32,7 +32,7 @@ from harness.report.score import allot, score
 from harness.sandbox.launch import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
 from harness.sandbox.opening import Opening
 from harness.variants import VARIANTS, kept, kept_review, not_credited
-from harness.vocabulary import LEVELS
+from harness.vocabulary import FAILING, LEVELS
 
 if TYPE_CHECKING:  # imported when a grade runs: they import torch
     from harness.checks.context import Shared
@@ -198,15 +198,31 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
     results, runnable = triage(checks, members, hello.get("features", {}), options.class_name, grading.excuse, stubs)
     results.update(run_checks(runnable, lambda: new_context(members), timings))
     t0 = time.perf_counter()
+    experiments = _experiments(results.values(), new_context(members), members, shared)
+    timings["experiments"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     static = settled()
     ordered = [results[c.id] for c in checks]
     points = allot(grading.rubric, ordered, excused(ordered))
     graded, causes, failure = diagnose_safely(ordered, (*static.violations, *kept(shared.violations, options.variant)),
-                                              points, {c.id: c.graph for c in checks if c.graph is not None})
+                                              points, {c.id: c.graph for c in checks if c.graph is not None},
+                                              experiments)
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
     return grading.report("graded", "", graded, points, timings, found=_found(static, options.variant, shared),
                           causes=causes, diagnosis_error=failure)
+
+
+def _experiments(results: Any, ctx: Any, members: frozenset[str], shared: Any) -> list[Any]:
+    """The diagnosis's experiments, run when something failed and the grade still has time for them."""
+    from harness.checks.experiments import run_experiments
+
+    if shared.why_skip() or not any(r.outcome in FAILING and r.kind == "verdict" for r in results):
+        return []
+    try:
+        return run_experiments(ctx, members)
+    finally:
+        ctx.retire()
 
 
 def excused(results: Sequence[CheckResult]) -> set[str]:

@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Final, Mapping, Sequence
 
 from harness.concepts import with_explain_line
 from harness.diagnosis.catalogue import BUGS, bug
-from harness.diagnosis.symptoms import Finding, Refuter, contradicted, cover, explains_composed, describe, localise, operand_name
+from harness.diagnosis.confidence import confidence
+from harness.diagnosis.observed import observed_facts
+from harness.diagnosis.symptoms import (Finding, Refuter, contradicted, cover, describe, explains_composed, localise,
+                                        operand_name)
 from harness.diagnosis.matching import Match, alike, fails, match_evidence, match_signatures, match_violations
+from harness.diagnosis.missing import missing_members
 from harness.ops import LEVELS, OPS
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult, RootCause
-from harness.vocabulary import FAILING
+from harness.vocabulary import CONFIDENCES, FAILING
 
 __all__ = ["diagnose", "diagnose_safely"]
 
@@ -36,13 +39,14 @@ _ORDER = {b.id: i for i, b in enumerate(BUGS)}
 def diagnose_safely(results: Sequence[CheckResult], violations: Sequence[str] = (),
                     points: Mapping[str, float] | None = None,
                     graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
+                    experiments: Sequence[Any] = (),
                     ) -> tuple[list[CheckResult], tuple[RootCause, ...], str]:
     """``diagnose`` that never raises: on a fault of its own, the results unchanged, no causes and why.
 
     A diagnosis is advice on top of the verdicts; a fault in it must not cost the report.
     """
     try:
-        graded, causes = diagnose(results, violations, points, graphs)
+        graded, causes = diagnose(results, violations, points, graphs, experiments)
         return graded, causes, ""
     except Exception as exc:  # noqa: BLE001 -- any fault of the grader's own, reported in the report
         return list(results), (), f"internal grader error in the diagnosis: {type(exc).__name__}: {exc}"
@@ -51,27 +55,41 @@ def diagnose_safely(results: Sequence[CheckResult], violations: Sequence[str] = 
 def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
              points: Mapping[str, float] | None = None,
              graphs: Mapping[str, tuple[Program, Outcome]] | None = None,
+             experiments: Sequence[Any] = (),
              ) -> tuple[list[CheckResult], tuple[RootCause, ...]]:
     """The results with ``diagnosis`` filled in, and the root causes, the one to fix first first.
 
-    ``points`` (check id -> its points in the rubric) orders the causes by the points their
-    checks cost; without it, or on a tie, the largest group comes first. ``graphs`` (check id ->
-    the program it runs and torch's outcome) settles ties between bugs that explain the same
-    failures: a bug whose mutant would fail a check this engine passed is the worse fit.
+    Each cause is a hypothesis held to experiments: the graphs of the checks the engine passed and the
+    diagnosis's own ``experiments`` (``checks.experiments``), where its replay predicts pass or fail.
+    A catalogued bug that predicts a failure the engine does not show is dropped; a cause is
+    ``confirmed`` when what the worker saw shows it directly, or when every rival that explains its
+    failures as well is ruled out by an experiment; ``likely`` when a rival stands; ``unexplained``
+    when nothing reproduces its failures. Confirmed causes come first, then the most fundamental
+    (the engine's structure, core ops, follow-ups, extensions); ``points`` (check id -> its points)
+    only breaks ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
     """
     results = [_with_torch_outcome(r) for r in results]
     passed = [r.id for r in results if r.outcome == "passed"]
     failing = [r for r in results if r.outcome in FAILING]
     replays: dict = {}
     matches: dict[str, list[Match]] = {}
+    observed: dict[str, list[Finding]] = {}
     for r in failing:
         ev = r.evidence
         if ev is not None and ev.observation is not None and ev.expected is not None:
+            seen = observed_facts(ev.program, ev.observation, ev.expected)
+            if seen:  # what the worker saw happen needs no replay, and names its op itself
+                observed[r.id] = seen
+                same = SAME_AS_BUG.get(seen[0].key[:3])
+                matches[r.id] = [Match(same, 1.0)] if same else []
+                continue
             matches[r.id] = match_evidence(ev.program, ev.observation, ev.expected, replays)
         else:
             matches[r.id] = match_signatures(r.id, r.reason, passed)
+    considered = {check: list(found) for check, found in matches.items()}
 
     passed_graphs = [graphs[c] for c in passed if graphs and c in graphs]
+    passed_graphs += [(e.program, e.expected) for e in experiments if e.passed]
 
     @functools.cache
     def contradictions(bug_id: str) -> int:
@@ -81,6 +99,8 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
 
     def locate(r: CheckResult) -> list[Finding]:
         """The rule mutations that explain ``r`` and that no passing graph contradicts."""
+        if r.id in observed:
+            return observed[r.id]
         if r.id not in located:
             ev = r.evidence
             try:
@@ -91,16 +111,18 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         return located[r.id]
 
     refuted = Refuter(passed_graphs)
-    # A catalogued bug whose mutant fails graphs this engine passes gives way to a wrong rule
-    # that explains the failure and that no passing graph contradicts.
-    # An error fits a bug by its kind alone (same class, place and message shape): when every bug
-    # it fits is contradicted, the error is left unexplained rather than misnamed.
+    # A catalogued bug whose mutant fails a graph this engine passes gives way to one that does not, or to
+    # a wrong rule that explains the failure; when nothing else does, it stays, but only as likely (the
+    # same mistake written another way can differ on a graph or two). An error fits a bug by its kind
+    # alone: when every bug it fits is contradicted, the error is left unexplained rather than misnamed.
     for r in failing:
         found = matches.get(r.id)
-        if not found or r.evidence is None or not all(contradictions(m.bug) for m in found):
+        if not found or r.evidence is None or r.id in observed:
             continue
-        if (r.evidence.observation is not None and r.evidence.observation.error is not None) or locate(r):
-            matches[r.id] = []
+        clean = [m for m in found if not contradictions(m.bug)]
+        error = r.evidence.observation is not None and r.evidence.observation.error is not None
+        if clean or error or locate(r):
+            matches[r.id] = clean
 
     groups = _group(matches, contradictions)
     assigned = {check: bug_id for bug_id, checks in groups for check in checks}
@@ -115,11 +137,18 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
             # Placed by the checks it explains: an op of the core level that fails only extension
             # graphs (or a bug seen only by a follow-up probe) is no core failure.
             cause["level"] = min((levels[c] for c in cause["checks"]), key=LEVELS.index)
-    # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions;
-    # inside a level, a named cause before a vague one; points only break ties. A core method
-    # that is missing comes before them all.
-    causes.sort(key=lambda c: (_tier(c), _vague(c), -c["points"], -len(c["checks"])))
-    causes = _missing_members(results, points) + causes
+    by_id = {r.id: r for r in results}
+    for cause in causes:
+        cause["confidence"], cause["probes"] = confidence(
+            cause, by_id, observed, considered, located, contradictions, refuted, experiments, replays, passed_graphs)
+        cause.pop("_finding", None)
+    # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions; within
+    # each, confirmed before likely before unexplained, a wrong result before a convention or a resource
+    # kept too long, a named cause before a vague one; points only break ties. A core method that is
+    # missing comes before them all.
+    causes.sort(key=lambda c: (_tier(c), CONFIDENCES.index(c["confidence"]), _secondary(c), _vague(c), -c["points"],
+                               -len(c["checks"])))
+    causes = missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
     causes = ([next((c for c in causes if c["bug"] == b), None) or {**_cause(b, [], results), "points": 0.0}
@@ -138,6 +167,18 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         out.append(r)
     # The grouping works on dicts that carry its bookkeeping; the report holds the typed causes.
     return out, tuple(RootCause.from_dict(cause) for cause in causes)
+
+
+SAME_AS_BUG: Final[dict[tuple[str, int | None, str], str]] = {("relu", 0, "in_place"): "relu_in_place"}
+"""Facts the worker observes that are a catalogued bug: the cause is that bug, seen happen."""
+
+SECONDARY: Final = ("memory", "saved_tensors", "linearity", "conventions", "grad_types")
+"""Concepts about what an engine keeps, how long it takes or which of torch's conventions it follows, rather
+than whether what it computes is right: after a wrong result of the same tier."""
+
+
+def _secondary(cause: dict[str, Any]) -> bool:
+    return cause.get("concept") in SECONDARY
 
 
 LARGEST_GRAPH = 20_000
@@ -220,8 +261,6 @@ def _absorbed(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], replay
                 owner["checks"] = [*owner["checks"], *group["checks"]]
                 continue
         left.append(group)
-    for cause in named:
-        cause.pop("_finding", None)
     return named + left
 
 
@@ -271,61 +310,6 @@ def _tier(cause: dict[str, Any]) -> int:
         named = cause["bug"] is not None or cause.get("symptom") is not None
         return 0 if named and cause.get("concept") in STRUCTURE else 1
     return LEVELS.index(level) + 1
-
-
-CORE_AS_ONE = 3
-"""From this many missing core members on, they are one cause: write the core (an untouched template)."""
-
-
-def _member_order(member: str) -> tuple[int, str]:
-    """The contract's order: the ops as the op table lists them, then backward."""
-    order = [spec.member for spec in OPS.values()] + ["backward"]
-    return (order.index(member) if member in order else len(order), member)
-
-
-def _missing_members(results: Sequence[CheckResult], points: Mapping[str, float] | None) -> list[dict[str, Any]]:
-    """The core members the engine lacks (or has only as stubs), with the core checks that wait for them:
-    one cause each, or one for them all when most of the core is still to write."""
-    waiting: dict[str, list[str]] = {}
-    stubs: set[str] = set()
-    lacking: set[str] = set()
-    kinds: set[str] = set()
-    for r in results:
-        if r.outcome == "not_attempted" and r.level == "core" and r.kind in ("missing_member", "stub") and r.reason:
-            waiting.setdefault(r.reason, []).append(r.id)
-            lacking |= set(r.details.get("waits_for") or ()) | {r.reason}
-            if r.kind == "stub":
-                stubs.add(r.reason)
-            kinds.add(r.kind)
-    groups = sorted(waiting.items(), key=lambda kv: -len(kv[1]))
-    if len(lacking) >= CORE_AS_ONE:
-        checks = sorted({c for _, ids in groups for c in ids}, key=[r.id for r in results].index)
-        groups = [(sorted(lacking, key=_member_order), checks)]
-    else:
-        groups = [([m], ids) for m, ids in groups]
-    causes = []
-    for members, checks in groups:
-        n = len(checks)
-        named = ", ".join(f"`{m}`" for m in members)
-        written = {frozenset({"stub"}): "stubs", frozenset({"missing_member"}): "missing"}.get(frozenset(kinds),
-                                                                                              "missing or stubs")
-        if len(members) == 1:
-            name = f"implement `{members[0]}`: {n} core check{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} for it"
-            explanation = (f"The class has {'only a stub of' if members[0] in stubs else 'no'} `{members[0]}`, "
-                           f"which the core level needs: every check that uses it is not attempted, and scores nothing.")
-            hint = f"add `{members[0]}` (the README lists what each core method takes and returns)"
-        else:
-            name = f"implement the core: {named} ({n} core checks wait for them)"
-            explanation = (f"These core members are {written}: every core check uses at least one of them, so none "
-                           f"is attempted yet, and none scores.")
-            hint = ("write them in this order, running `grade` after each: every check says which member it still "
-                    "waits for (the README's table lists what each takes and returns)")
-        causes.append({
-            "bug": None, "name": name, "concept": "missing", "explanation": explanation, "hint": hint,
-            "checks": [], "waiting": checks, "snippet": "", "op": None, "operand": None, "symptom": "missing_member",
-            "points": 0.0, "points_waiting": round(sum((points or {}).get(c, 0.0) for c in checks), 2),
-        })
-    return causes
 
 
 # ---- failures no catalogued bug explains ---------------------------------------------------

@@ -74,6 +74,10 @@ def mutations(program: Program) -> list[Mutation]:
              "wrong_shape"]
     out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
     out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
+    out += [(op, slot, "no_keepdim", None) for op, slot in ops if OPS[op].broadcasts]
+    twice = [step.op for step in program.steps if len({a for a in step.args if isinstance(a, str)})
+             < len([a for a in step.args if isinstance(a, str)])]
+    out += [(op, 0, "once", None) for op in dict.fromkeys(twice)]
     out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
     out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
     out += [(op, slot, "scaled", None) for op, slot in ops]
@@ -128,11 +132,16 @@ def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -
         if not slots:
             continue
         local = _local(step, values, g, slots, mutation)
+        once = mutation is not None and mutation[2] == "once" and mutation[0] == step.op
+        handed: set[str] = set()
         for i in slots:
             d = local[i]
             if d is None:
                 continue
             name = step.args[i]
+            if once and name in handed:
+                continue  # one tensor as both operands: the second contribution is lost
+            handed.add(name)
             overwrite = mutation is not None and mutation[2] == "overwritten" and mutation[:2] == (step.op, i)
             grads[name] = d if overwrite or name not in grads else grads[name] + d
     passes = program.passes
@@ -148,7 +157,7 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     kind = mutation[2] if mutated else None
     slot = mutation[1] if mutated else None
     out = vjp(spec, params, operands, g, slots)
-    if kind is None or kind == "overwritten":
+    if kind is None or kind in ("overwritten", "once"):
         return out
     d, x = out[slot], operands[slot]
     if kind == "factor":
@@ -179,12 +188,14 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     elif kind == "exponent":
         p = params.get("p")
         out[slot] = g * p * x ** (p - 1 + mutation[3])
-    elif kind in ("unreduced", "wrong_axis"):
+    elif kind in ("unreduced", "wrong_axis", "no_keepdim"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
             raise ValueError("nothing was broadcast")
         if kind == "unreduced":
             out[slot] = full
+        elif kind == "no_keepdim":
+            out[slot] = _summed_without_keepdim(full, x.shape)
         else:
             out[slot] = _sum_over_wrong_axis(full, x.shape, mutation[3], d)
     return out
@@ -213,6 +224,16 @@ def _vjp_unreduced(spec: Any, params: dict[str, Any], operands: list[Any], g: to
         y = spec.apply_torch(inputs, params)
         (d,) = torch.autograd.grad(y, [inputs[slot]], g)
     return d.detach()
+
+
+def _summed_without_keepdim(full: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """The broadcast gradient summed back over the stretched axes, the size-1 ones dropped (no keepdim)."""
+    lead = full.dim() - len(shape)
+    summed = full.sum(dim=tuple(range(lead))) if lead > 0 else full
+    axes = tuple(i for i, size in enumerate(shape) if size == 1 and summed.shape[i] != 1)
+    if not axes:
+        raise ValueError("no axis of size 1 was stretched")
+    return summed.sum(dim=axes)
 
 
 def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right: torch.Tensor) -> torch.Tensor:

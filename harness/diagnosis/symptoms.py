@@ -118,6 +118,28 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             concept="accumulation"),
     Symptom("dtype", "the gradient of {b} has dtype {detail}, not its tensor's",
             "build gradients with the dtype of the data (torch.zeros_like(x), ones_like ...)", concept="grad_types"),
+    Symptom("once", "a tensor used as both of its operands gets only one of its two gradients",
+            "an op that uses one tensor twice (x * x, x + x, x @ x) hands it two contributions: key what the rule "
+            "returns by operand position, not by the tensor, and add both", concept="accumulation"),
+    Symptom("no_keepdim", "the gradient of {b} is summed over the broadcast axes without keepdim, so it loses "
+            "{b}'s axes of size 1",
+            "sum the stretched axes with keepdim=True (or reshape the sum to {b}'s shape), so a (1, m) bias gets a "
+            "(1, m) gradient", concept="broadcasting"),
+    Symptom("in_place", "writes into {b}: its values change when the op runs",
+            "never change an operand's .data: compute the result into a new tensor (x.clamp(min=0), not "
+            "x[x < 0] = 0), since the graph still needs the input as it was", concept="side_effects"),
+    Symptom("swapped", "computes {detail}: its operands are swapped",
+            "a number on the left reaches your class's reflected method (`__rsub__`, `__rtruediv__`, `__rpow__`) as "
+            "(self, other) with self the tensor on the right: compute other - self, not self - other"),
+    Symptom("value_dtype", "returns a {detail} result for float64 operands",
+            "keep the dtype you are given (torch does): wrap results with the operands' dtype, not a fixed float32",
+            concept="conventions"),
+    Symptom("not_a_tensor", "returns {detail} instead of a tensor of the engine's class",
+            "every op builds its result as your Tensor class and returns it: look for a missing `return`"),
+    Symptom("float32", "gradients come back as float32 for float64 tensors{detail}",
+            "a gradient has its tensor's dtype: seed backward with torch.ones_like(output) and build buffers with "
+            "zeros_like/ones_like, not torch.ones(shape) or torch.zeros(shape), which are float32",
+            concept="grad_types"),
 ]}
 
 
@@ -146,8 +168,11 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
     spec = OPS.get(finding.op)
     symptom = SYMPTOMS[finding.symptom]
     if finding.op == ENGINE:
-        return symptom.says[0].upper() + symptom.says[1:], symptom.hint, symptom.concept or "ops"
+        said = symptom.says.format(b="", detail=finding.detail)
+        return said[0].upper() + said[1:], symptom.hint, symptom.concept or "ops"
     names = [operand_name(finding.op, i) for i in range(len(spec.slots))] if spec else []
+    if finding.symptom == "once":
+        names = ["x"] * len(names)
     syntax = spec.render(names, params) if spec else finding.op
     operand = operand_name(finding.op, finding.operand)
     said = symptom.says.format(b=f"`{operand}`", detail=finding.detail)
@@ -263,7 +288,8 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
         if step.name in got.values and not close(got.values[step.name], expected.values[step.name]):
             if _right_on_its_operands(step, got, expected):
                 return []  # the op computed its result right from operands something else changed
-            return [Finding(step.op, None, "wrong_value")]
+            swapped = _swapped(program, step, got)
+            return [swapped or Finding(step.op, None, "wrong_value")]
     targets = _observed_leaves(program, got, expected)
     if all(close(got.grads.get(n), expected.grads[n]) for n in targets):
         # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
@@ -299,6 +325,24 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
         found.append(Finding(ENGINE, None, "first_path"))
     return found
 
+
+
+def _swapped(program: Program, step: Step, got: Any) -> Finding | None:
+    """A binary op that computed ``b op a`` for ``a op b`` (``1 - x`` as ``x - 1``): named by the operand order."""
+    if len(step.args) != 2 or step.op not in ("sub", "div", "pow") or len(step.spec.slots) != 2:
+        return None
+    try:
+        values = forward(program)
+        operands = [values[a] if isinstance(a, str) else a for a in step.args]
+        flipped = step.spec.apply_torch(operands[::-1], step.param_dict())
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        return None
+    if not close(got.values[step.name], flipped):
+        return None
+    shown = [a if isinstance(a, str) else f"{a:g}" if isinstance(a, float) else repr(a) for a in step.args]
+    slot = next((i for i, a in enumerate(step.args) if not isinstance(a, str)), 0)
+    return Finding(step.op, slot, "swapped",
+                   f"`{step.spec.render(shown)}` as `{step.spec.render(shown[::-1])}`")
 
 
 def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:

@@ -1,0 +1,53 @@
+"""What the worker saw happen while a failing graph ran: facts that name their cause without a replay.
+
+An op that wrote into its operand (the worker compares each step's operands before and after it
+runs), an op that returned no tensor, results whose ``requires_grad`` was already wrong when
+backward raised, a float32 result or gradient where everything was float64. Each is a finding
+about one op (or the engine as a whole), confirmed by what was seen rather than inferred.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from harness.diagnosis.rule_replay import graded_leaves
+from harness.diagnosis.symptoms import ENGINE, Finding
+from harness.program import Outcome, Program
+
+__all__ = ["observed_facts"]
+
+
+_DTYPE_CLASH: Final = re.compile(r"dtype|scalar type|Double|Float(?!ing)|float32|float64", re.I)
+"""How torch words an op between float32 and float64 tensors (a matmul, an in-place add) in an exception."""
+
+
+def observed_facts(program: Program, got: Any, expected: Outcome) -> list[Finding]:
+    """What the worker saw happen, which needs no replay: an op that wrote into its operand, an op that returned
+    no tensor, results whose requires_grad is wrong before backward raised, float32 gradients of float64 data."""
+    for change in got.raw.get("mutated") or ():
+        step = next((s for s in program.steps if s.name == change.get("step")), None)
+        if step is not None and isinstance(change.get("slot"), int) and change["slot"] < len(step.args):
+            return [Finding(step.op, change["slot"], "in_place")]
+    error = got.error or {}
+    if error.get("returned") and str(error.get("where", "")).startswith("forward: "):
+        name = str(error["where"]).removeprefix("forward: ")
+        step = next((s for s in program.steps if s.name == name), None)
+        if step is not None:
+            return [Finding(step.op, None, "not_a_tensor", str(error["returned"]))]
+    if error and error.get("where") == "backward":
+        for step in program.steps:
+            flag = got.requires_grad.get(step.name)
+            if isinstance(flag, bool) and flag != expected.requires_grad.get(step.name):
+                return [Finding(ENGINE, None, "requires_grad_flag")]
+    for step in program.steps:
+        if got.dtype("values", step.name) == "float32" and all(
+                got.dtype("values" if a in got.values else "leaf_data", a) in (None, "float64")
+                for a in step.args if isinstance(a, str)):
+            return [Finding(step.op, None, "value_dtype", "float32")]
+    floats = [n for n in graded_leaves(program, expected)
+              if got.dtype("grads", n) == "float32" and got.dtype("leaf_data", n) == "float64"]
+    if floats or (error and error.get("where") == "backward" and _DTYPE_CLASH.search(str(error.get("message", "")))
+                  and all(got.dtype("leaf_data", leaf.name) in (None, "float64") for leaf in program.leaves)):
+        return [Finding(ENGINE, None, "float32")]
+    return []
