@@ -94,23 +94,33 @@ def torch_conventions(ctx: Context) -> None:
     """
     found: list[str] = []
     evidence: list[Evidence] = []
+    asserting: list[list[str]] = []
+    reasons: list[str] = []
     summed = _program({"x": (_A, True)}, [("y", "sum", ["x"])])
     obs = _run_plain(ctx, summed)
     got = obs.values.get("y")
     if isinstance(got, torch.Tensor) and got.dim() != 0:
         found.append(f"x.sum() has shape {tuple(got.shape)}, torch gives a 0-d tensor (shape ())")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
+        asserting.append(["assert y.data.dim() == 0, f'x.sum() has shape {tuple(y.data.shape)}, torch gives shape ()'"])
+        reasons.append("sum_not_0d")
     stored = {obs.dtype("leaf_data", "x"), obs.dtype("values", "y")} - {None, "float64"}
     if stored:
         found.append(f"Tensor(float64 data) holds {', '.join(sorted(stored))}: keep the dtype you are given "
                      "(torch does), or every result loses precision")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
+        asserting.append(["assert x.data.dtype == torch.float64 and y.data.dtype == torch.float64, "
+                          "f'x holds {x.data.dtype} and x.sum() {y.data.dtype}, torch keeps float64'"])
+        reasons.append("stored_float32")
     grad_dtype, data_dtype = obs.dtype("grads", "x"), obs.dtype("leaf_data", "x")
     floats = grad_dtype and data_dtype and all(d.startswith(("float", "bfloat")) for d in (grad_dtype, data_dtype))
     if floats and grad_dtype != data_dtype:  # an integer gradient loses values: core.grad_types fails it
         found.append(f"x.grad has dtype {grad_dtype} where x holds {data_dtype}: torch gives a gradient its "
                      "tensor's dtype (build it with zeros_like/ones_like of the data)")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
+        asserting.append(["assert x.grad.dtype == x.data.dtype, f'x.grad has dtype {x.grad.dtype}, x holds "
+                          "{x.data.dtype}'"])
+        reasons.append("grad_dtype")
     # A (1, 3) @ (3, 1) product is one element but not 0-d: torch's backward() accepts it as the root,
     # and @'s backward needs the root gradient in the output's own shape.
     row, column = _t([[1.0, -2.0, 0.5]]), _t([[2.0], [1.0], [-1.0]])
@@ -121,15 +131,22 @@ def torch_conventions(ctx: Context) -> None:
         found.append(f"backward() on a one-element output of shape (1, 1) raised {describe_error(obs.error)}; "
                      "torch accepts any one-element output")
         evidence.append(Evidence(rooted, obs, expected))
+        asserting.append([])
+        reasons.append("one_element_root")
     else:
         verdict = judge(rooted, obs, expected, ("grads",))
         if verdict is not None:
             found.append(f"with a one-element output of shape (1, 1): {verdict.message} (seed backward with ones "
                          "of the output's own shape)")
             evidence.append(Evidence(rooted, obs, expected))
+            asserting.append([])
+            reasons.append("one_element_root")
     if found:
-        raise Failed("; ".join(found), graph=evidence[0].program.expression(),
-                     snippet=reproduce(evidence[0].program, ctx.path, ctx.class_name)).with_evidence(evidence[0])
+        first = evidence[0]
+        snippet = reproduce(first.program, ctx.path, ctx.class_name, first.expected, first.observation,
+                            asserting=asserting[0])
+        raise Failed("; ".join(found), reason=reasons[0], graph=first.program.expression(),
+                     snippet=snippet).with_evidence(first)
 
 
 def _run_plain(ctx: Context, program: Program, allow_error: bool = False) -> Observation:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Final, Mapping, Sequence
 
 from harness.diagnosis.matching import Match, fails
-from harness.diagnosis.symptoms import Finding, contradicted
+from harness.diagnosis.symptoms import ENGINE, Finding, contradicted
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult
 
@@ -66,7 +66,9 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
     else:
         predicts = lambda p, e: contradicted(finding, p, e)
         standing = [name for name, f in _findings_by_name(located, checks, finding).items() if not refuted(f)]
-        with_graph = finding.symptom != "wrong_rule"
+        # A rule "in no simple relation", or an engine-wide pattern inferred from a replay (only the first
+        # path's gradient, zeros everywhere), fits many mechanisms: never more than likely.
+        with_graph = finding.symptom != "wrong_rule" and finding.op != ENGINE
     probes = []
     for e in experiments:
         if len(probes) >= PROBES_SHOWN:
@@ -76,12 +78,18 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
             theirs = {name: rival(e.program, e.expected) for name, rival in rivals.items()}
         except Exception:  # noqa: BLE001 -- a replay that cannot run on this graph predicts nothing
             continue
-        if any(v != mine for v in theirs.values()) or mine != (not e.passed):
+        failed = not e.passed
+        if mine != failed:
+            continue  # the engine fails it for another reason: it tells this cause from nothing
+        out = sorted(name for name, theirs_fail in theirs.items() if theirs_fail != failed)
+        if out:
             probes.append({"probe": e.name, "graph": e.program.expression(), "predicted": "fail" if mine else "pass",
-                           "observed": "pass" if e.passed else "fail",
-                           "rules_out": sorted(n for n, v in theirs.items() if v != (not e.passed))})
+                           "observed": "fail" if failed else "pass", "rules_out": out})
     standing = [n for n in standing if not any(n in probe["rules_out"] for probe in probes)]
-    return ("confirmed" if with_graph and not standing else "likely"), probes
+    # One failing graph is one coincidence away from another rule: a replayed cause is confirmed only when
+    # it reproduces two failures exactly (the experiments can rule rivals out, not stand in for them).
+    tested = len(checks) >= 2
+    return ("confirmed" if with_graph and tested and not standing else "likely"), probes
 
 
 def _findings_by_name(located: Mapping[str, list[Finding]], checks: Sequence[str], finding: Finding

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from harness.diagnosis.rule_replay import graded_leaves
+from harness.diagnosis.rule_replay import close, graded_leaves
 from harness.diagnosis.symptoms import ENGINE, Finding
 from harness.program import Outcome, Program
 
@@ -40,14 +40,24 @@ def observed_facts(program: Program, got: Any, expected: Outcome) -> list[Findin
             flag = got.requires_grad.get(step.name)
             if isinstance(flag, bool) and flag != expected.requires_grad.get(step.name):
                 return [Finding(ENGINE, None, "requires_grad_flag")]
+    # float32 where everything is float64 explains a failure only when it is all that is wrong: the results are
+    # right to float32's precision, or an exception is about the clash (or raised on the float32 value).
+    message = str(error.get("message", ""))
+    clash = bool(error) and bool(_DTYPE_CLASH.search(message)) and all(
+        got.dtype("leaf_data", leaf.name) in (None, "float64") for leaf in program.leaves)
+    precise = not error and all(close(got.values[s.name], expected.values[s.name]) for s in program.steps
+                                if s.name in got.values) and all(
+        close(got.grads.get(n), expected.grads[n]) for n in graded_leaves(program, expected) if n in got.grads)
+    failed_at = str(error.get("where", "")).removeprefix("forward: ") if error else ""
     for step in program.steps:
         if got.dtype("values", step.name) == "float32" and all(
                 got.dtype("values" if a in got.values else "leaf_data", a) in (None, "float64")
                 for a in step.args if isinstance(a, str)):
-            return [Finding(step.op, None, "value_dtype", "float32")]
+            consumed = any(step.name in s.args for s in program.steps if s.name == failed_at)
+            if clash or precise or consumed:
+                return [Finding(step.op, None, "value_dtype", "float32")]
     floats = [n for n in graded_leaves(program, expected)
               if got.dtype("grads", n) == "float32" and got.dtype("leaf_data", n) == "float64"]
-    if floats or (error and error.get("where") == "backward" and _DTYPE_CLASH.search(str(error.get("message", "")))
-                  and all(got.dtype("leaf_data", leaf.name) in (None, "float64") for leaf in program.leaves)):
+    if (floats and precise) or (clash and error.get("where") == "backward"):
         return [Finding(ENGINE, None, "float32")]
     return []

@@ -176,6 +176,12 @@ class RootCause:
         """What names the cause across grades: a catalogued bug by its id, anything else by its name."""
         return self.bug or self.name
 
+    @property
+    def title(self) -> str:
+        """The name as a reader sees it: said to be likely when no experiment confirmed it."""
+        name = str(self.name or self.bug or "unnamed cause")
+        return f"likely: {name}" if self.confidence == "likely" else name
+
     def to_dict(self) -> dict[str, Any]:
         # The key order is the one the diagnosis has always written: it differs by kind of cause.
         out: dict[str, Any] = {"bug": self.bug, "name": self.name, "concept": self.concept,

@@ -323,7 +323,7 @@ def gradescope_output(report: Report) -> str:
         lines += ["", "Fix first"]
         for i, cause in enumerate(causes, 1):
             checks = list(cause.checks)
-            lines.append(f"{i}. {cause.name} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
+            lines.append(f"{i}. {cause.title} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
             if cause.explanation:
                 lines.append(f"   {cause.explanation}")
             if cause.hint:
