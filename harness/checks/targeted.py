@@ -340,6 +340,10 @@ def no_grad_mode(ctx: Context) -> None:
     if facts.get("after_requires_grad") is not True:
         raise Failed("after leaving no_grad(), new results no longer require grad: the mode was not restored",
                      reason="no_grad_not_restored")
+    if facts.get("nested_requires_grad") is not False:
+        raise Failed("inside no_grad(), after a nested no_grad() block ends, results require grad again: leaving a "
+                     "block must restore the mode it found (off, here), not switch recording on",
+                     reason="no_grad_nested")
     if facts.get("after_exception_requires_grad") is not True:
         raise Failed("an exception inside no_grad() left gradient recording switched off (use try/finally)",
                      reason="no_grad_not_restored_after_exception")

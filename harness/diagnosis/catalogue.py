@@ -193,6 +193,12 @@ BUGS: Final[tuple[Bug, ...]] = (
         "After one exception inside no_grad(), nothing records any more and gradients silently stop.",
         "What runs when the body of a context manager raises? Look at how the previous mode is restored.",
         signatures=(("followups.no_grad", "no_grad_not_restored_after_exception"),)),
+    Bug("no_grad_not_nested", "no_grad() switches recording on when it ends", "memory", "followups",
+        "no_grad() turns recording off on entry and on again when its block ends, instead of back to what it "
+        "found. A no_grad() block inside another one then ends the outer block's mode early: what follows it "
+        "records a graph again.",
+        "What mode was in force when the block began? That is the one to go back to.",
+        signatures=(("followups.no_grad", "no_grad_nested"),)),
 )
 
 _BY_ID: Final = {b.id: b for b in BUGS}

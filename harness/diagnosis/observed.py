@@ -22,6 +22,10 @@ _DTYPE_CLASH: Final = re.compile(r"dtype|scalar type|Double|Float(?!ing)|float32
 """How torch words an op between float32 and float64 tensors (a matmul, an in-place add) in an exception."""
 
 
+def _leaf_value(program: Program, name: str) -> Any:
+    return next(leaf.value for leaf in program.leaves if leaf.name == name)
+
+
 def observed_facts(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     """What the worker saw happen, which needs no replay: an op that wrote into its operand, an op that returned
     no tensor, results whose requires_grad is wrong before backward raised, float32 gradients of float64 data."""
@@ -36,6 +40,17 @@ def observed_facts(program: Program, got: Any, expected: Outcome) -> list[Findin
         if step is not None:
             return [Finding(step.op, None, "not_a_tensor", str(error["returned"]))]
     if error and error.get("where") == "backward":
+        message = str(error.get("message", ""))
+        node = str(error.get("node", "")).split(" = ", 1)[0]
+        step = next((s for s in program.steps if s.name == node), None)
+        if "read-only" in message or "read only" in message:
+            return [Finding(ENGINE, None, "read_only")]
+        if step is not None and step.spec.broadcasts and "broadcast" in message and "shape" in message:
+            slot = next((i for i, a in enumerate(step.args) if isinstance(a, str)
+                         and tuple(expected.values.get(a, _leaf_value(program, a)).shape)
+                         != tuple(expected.values[step.name].shape)), None)
+            if slot is not None:
+                return [Finding(step.op, slot, "unreduced_raises")]
         for step in program.steps:
             flag = got.requires_grad.get(step.name)
             if isinstance(flag, bool) and flag != expected.requires_grad.get(step.name):

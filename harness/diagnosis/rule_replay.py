@@ -80,6 +80,7 @@ def mutations(program: Program) -> list[Mutation]:
     out += [(op, 0, "once", None) for op in dict.fromkeys(twice)]
     out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
     out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
+    out += [(op, slot, kind, None) for op, slot in ops for kind in _WHOLE_RULES.get(op, ())]
     out += [(op, slot, "scaled", None) for op, slot in ops]
     return out
 
@@ -188,6 +189,8 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     elif kind == "exponent":
         p = params.get("p")
         out[slot] = g * p * x ** (p - 1 + mutation[3])
+    elif kind in _WHOLE_RULE_KINDS:
+        out[slot] = _WHOLE_RULE_KINDS[kind](operands, values[step.name], g, params)
     elif kind in ("unreduced", "wrong_axis", "no_keepdim"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
@@ -256,6 +259,26 @@ _FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], t
     ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
 }
 """The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
+
+def _stats_constant(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """batch_norm's gradient with the batch mean and variance taken as constants: g / std."""
+    x = operands[0]
+    return g / torch.sqrt(x.var(dim=0, unbiased=False, keepdim=True) + params.get("eps", 1e-5))
+
+
+def _no_onehot(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """cross_entropy's gradient without the one-hot term: softmax / N."""
+    logits = operands[0]
+    return g * torch.softmax(logits, dim=1) / logits.shape[0]
+
+
+_WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
+    "stats_constant": _stats_constant,
+    "no_onehot": _no_onehot,
+}
+"""Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
+_WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",)}
+
 
 _OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {
     "exp": lambda y: y,

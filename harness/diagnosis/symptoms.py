@@ -118,6 +118,18 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             concept="accumulation"),
     Symptom("dtype", "the gradient of {b} has dtype {detail}, not its tensor's",
             "build gradients with the dtype of the data (torch.zeros_like(x), ones_like ...)", concept="grad_types"),
+    Symptom("stats_constant", "the gradient of {b} treats the batch mean and variance as constants (it is g / std)",
+            "the mean and the variance depend on every element of the batch: differentiate through them, "
+            "(g - mean(g) - xhat * mean(g * xhat)) / std over the batch axis"),
+    Symptom("no_onehot", "the gradient of {b} leaves out the one-hot term: it is softmax / N",
+            "the gradient of the loss with respect to the logits is (softmax - onehot(target)) / N"),
+    Symptom("unreduced_raises", "the gradient of {b} keeps the broadcast shape, and adding it into {b}'s gradient "
+            "raises", "sum a broadcast operand's gradient back to its own shape before adding it",
+            concept="broadcasting"),
+    Symptom("read_only", "a gradient is added in place into an array that is a read-only view (an expand or a "
+            "broadcast_to of another)",
+            "copy a gradient before storing it, or add out of place (g = g + d): a view from expand or broadcast_to "
+            "may not be written into", concept="accumulation"),
     Symptom("once", "a tensor used as both of its operands gets only one of its two gradients",
             "an op that uses one tensor twice (x * x, x + x, x @ x) hands it two contributions: key what the rule "
             "returns by operand position, not by the tensor, and add both", concept="accumulation"),

@@ -192,7 +192,7 @@ _REPLIES: Final[dict[str, Validator]] = {
                                    "x": _tensor, "w": _tensor}),
     "no_grad": _record({}, {**_COMMON, "h_requires_grad": _FLAG, "z_requires_grad": _FLAG, "z_value": _OBSERVED,
                             "intermediate_freed": _boolean, "after_requires_grad": _FLAG,
-                            "after_exception_requires_grad": _FLAG}),
+                            "nested_requires_grad": _FLAG, "after_exception_requires_grad": _FLAG}),
 }
 
 

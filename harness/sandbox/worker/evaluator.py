@@ -287,6 +287,13 @@ class Evaluator:
             with self.guarded():
                 after = (x * x).sum()
             facts["after_requires_grad"] = requires_grad_of(after)
+            with self.guarded():
+                with no_grad():
+                    with no_grad():
+                        pass
+                    inner = x * x  # still inside the outer block
+            facts["nested_requires_grad"] = requires_grad_of(inner)
+            del inner
             try:
                 with self.guarded():
                     with no_grad():
