@@ -100,7 +100,11 @@ def _missing(requires: frozenset[str], members: frozenset[str], features: dict[s
              stubs: Mapping[str, str]) -> tuple[str, str, str] | None:
     """(kind, member or feature, message) for the first requirement the engine does not meet, or None."""
     for need in sorted(requires):
-        if need.startswith("feature:"):
+        if need.startswith("feature:numbers:"):
+            op = need.removeprefix("feature:numbers:")
+            if not features.get(f"number_forward:{op}", features.get("number_forward")):
+                return "missing_feature", "numbers", f"a Python number as an operand of {op} raises in forward"
+        elif need.startswith("feature:"):
             name = need.removeprefix("feature:")
             if name in stubs:
                 return "stub", name, f"waits for `{name}()` (a stub: {stubs[name]})"

@@ -75,3 +75,13 @@ def test_a_stub_waits_like_a_missing_member_and_says_so():
         "core.b": ("not_attempted", "not attempted: waits for `no_grad()` (a stub: its body is only pass)", "stub",
                    "no_grad"),
     }
+
+
+def test_number_operands_are_judged_per_op_so_one_missing_reflection_skips_only_its_own():
+    # The engine's 2 * a raises (no __rmul__), but x - 1 works: a case with 1 - x is still judged.
+    plan = [_planned("extensions.a", requires=frozenset({"__rsub__", "feature:numbers:sub"})),
+            _planned("extensions.b", requires=frozenset({"feature:numbers:mul"}))]
+    features = {"number_forward": False, "number_forward:sub": True, "number_forward:mul": False}
+    results, runnable = triage(plan, frozenset({"__rsub__"}), features, "Tensor", lambda c: None)
+    assert [c.id for c in runnable] == ["extensions.a"]
+    assert (results["extensions.b"].kind, results["extensions.b"].reason) == ("missing_feature", "numbers")

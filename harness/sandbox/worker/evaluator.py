@@ -85,6 +85,10 @@ class Evaluator:
                                                                      + self._leaf([1.0, 2.0])))
         features["number_forward"] = self._forward_works(lambda: (self._leaf([1.0, 2.0]) + 1,
                                                                   2 * self._leaf([1.0, 2.0])))
+        # Per op, with the number on the right (the left side needs the reflected member, a member of its own).
+        for name in NUMBER_OPS:
+            features[f"number_forward:{name}"] = self._forward_works(
+                lambda name=name: OPS[name].apply_candidate([self._leaf([1.0, 2.0]), 2.0], {}))
         return {"has_class": True, "members": present, "features": features}
 
     def _leaf(self, values: Any) -> Any:
@@ -401,6 +405,9 @@ class _Failed(Exception):
         self.where, self.exc = where, exc
 
 
+
+NUMBER_OPS = ("add", "mul", "sub", "div")
+"""Ops whose operands may be Python numbers, each probed on its own in the hello."""
 
 WATCHED_STEPS = 64
 """Graphs up to this many steps have each step's operands compared before and after it runs."""
