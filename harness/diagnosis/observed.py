@@ -22,10 +22,6 @@ _DTYPE_CLASH: Final = re.compile(r"dtype|scalar type|Double|Float(?!ing)|float32
 """How torch words an op between float32 and float64 tensors (a matmul, an in-place add) in an exception."""
 
 
-def _leaf_value(program: Program, name: str) -> Any:
-    return next(leaf.value for leaf in program.leaves if leaf.name == name)
-
-
 def observed_facts(program: Program, got: Any, expected: Outcome) -> list[Finding]:
     """What the worker saw happen, which needs no replay: an op that wrote into its operand, an op that returned
     no tensor, results whose requires_grad is wrong before backward raised, float32 gradients of float64 data."""
@@ -46,9 +42,10 @@ def observed_facts(program: Program, got: Any, expected: Outcome) -> list[Findin
         if "read-only" in message or "read only" in message:
             return [Finding(ENGINE, None, "read_only")]
         if step is not None and step.spec.broadcasts and "broadcast" in message and "shape" in message:
+            shapes = {leaf.name: tuple(leaf.value.shape) for leaf in program.leaves}
+            shapes.update({name: tuple(value.shape) for name, value in expected.values.items()})
             slot = next((i for i, a in enumerate(step.args) if isinstance(a, str)
-                         and tuple(expected.values.get(a, _leaf_value(program, a)).shape)
-                         != tuple(expected.values[step.name].shape)), None)
+                         and shapes.get(a) != shapes.get(step.name)), None)
             if slot is not None:
                 return [Finding(step.op, slot, "unreduced_raises")]
         for step in program.steps:

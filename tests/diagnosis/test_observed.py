@@ -116,3 +116,16 @@ def test_an_error_about_a_read_only_array_in_backward_names_the_in_place_add():
     seen = _obs(program, grads={}, error={"where": "backward", "type": "ValueError",
                                           "message": "output array is read-only", "node": "h = x + x"})
     assert observed_facts(program, seen, program.run_torch()) == [Finding(ENGINE, None, "read_only")]
+
+
+def test_a_broadcast_add_that_raises_in_backward_names_the_operand_that_was_stretched():
+    b = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    program = Program((Leaf("x", X), Leaf("b", b)),
+                      (Step("h", "add", ("x", "b")), Step("k", "mul", ("h", "h")), Step("y", "sum", ("k",))), "y")
+    seen = _obs(program, grads={}, error={"where": "backward", "type": "RuntimeError", "node": "h = x + b",
+                                          "message": "output with shape [3] doesn't match the broadcast shape [2, 3]"})
+    assert observed_facts(program, seen, program.run_torch()) == [Finding("add", 1, "unreduced_raises")]
+    # the same error raised in a node whose operands are all of its shape names nothing
+    seen = _obs(program, grads={}, error={"where": "backward", "type": "RuntimeError", "node": "k = h * h",
+                                          "message": "output with shape [3] doesn't match the broadcast shape [2, 3]"})
+    assert observed_facts(program, seen, program.run_torch()) == []
