@@ -129,3 +129,18 @@ def test_a_broadcast_add_that_raises_in_backward_names_the_operand_that_was_stre
     seen = _obs(program, grads={}, error={"where": "backward", "type": "RuntimeError", "node": "k = h * h",
                                           "message": "output with shape [3] doesn't match the broadcast shape [2, 3]"})
     assert observed_facts(program, seen, program.run_torch()) == []
+
+
+def test_one_exception_met_around_several_ops_is_one_cause_titled_by_the_exception():
+    def raised(program: Program, node: str) -> CheckResult:
+        seen = _obs(program, values={}, grads={}, error={"where": "backward", "type": "KeyError", "node": node,
+                                                         "message": f"{id(program)}"})
+        return CheckResult(f"spec:{node}", "core", "accumulation", node, "error", "KeyError",
+                           evidence=Evidence(program, seen, program.run_torch()))
+
+    added = Program((Leaf("x", X),), (Step("h", "add", ("x", "x")), Step("y", "sum", ("h",))), "y")
+    multiplied = Program((Leaf("x", X),), (Step("h", "mul", ("x", "x")), Step("y", "sum", ("h",))), "y")
+    _, causes = diagnose([raised(added, "h = x + x"), raised(multiplied, "h = x * x")])
+    assert len(causes) == 1, [c.name for c in causes]
+    assert causes[0].name.startswith("backward raises KeyError: ") and "x0 + x1, x0 * x1" in causes[0].name
+    assert causes[0].confidence == "unexplained" and len(causes[0].checks) == 2
