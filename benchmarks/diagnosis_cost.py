@@ -1,4 +1,5 @@
-"""What the diagnosis adds to a grade: replaying failing graphs through the mutants.
+"""What the diagnosis adds to a grade: its experiments on the engine, and replaying failing graphs through the
+mutants and the wrong rules.
 
 Run from the repository root: python benchmarks/diagnosis_cost.py [FILE ...]
 Grades each buggy file (default: the corpus in tests/corpus/bugs/) in this process and
@@ -34,7 +35,8 @@ def main() -> None:
         for path in files:
             report = grade(path, GradeOptions(max_examples=args.max_examples), sandbox)
             failing = sum(c.outcome in ("failed", "error", "timeout") for c in report.checks)
-            t, d = report.timings["total"], report.timings.get("diagnosis", 0.0)
+            t = report.timings["total"]
+            d = report.timings.get("diagnosis", 0.0) + report.timings.get("experiments", 0.0)
             total_grade, total_diagnosis = total_grade + t, total_diagnosis + d
             print(f"{path.name:<36} {failing:>7} {len(report.root_causes):>6} {t:8.2f} {d:11.3f} {d / t:6.1%}")
     print(f"{'all':<36} {'':>7} {'':>6} {total_grade:8.2f} {total_diagnosis:11.3f} "

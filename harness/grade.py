@@ -8,6 +8,7 @@ or Markdown.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import threading
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from harness import __version__
-from harness.agreements import NOT_REQUIRED, Agreements
+from harness.agreements import Agreements
 from harness.errors import HarnessError
 from harness.integrity.scan import Findings, inspect_source
 from harness.integrity.use import runs_at_import, settle
@@ -24,13 +25,14 @@ from harness.options import GradeOptions
 from harness.plan import plan, planned_checks, spec_paths
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.protection import protect_grader
+from harness.stubs import stub_members
 from harness.report.model import CheckResult, Report, RootCause
 from harness.report.rubric import Rubric, load_rubric
 from harness.report.score import allot, score
 from harness.sandbox.launch import Launcher, Limits, Sandbox, SandboxUnavailable, bubblewrap_missing
 from harness.sandbox.opening import Opening
-from harness.variants import NOT_CREDITED_TEXT, VARIANTS, kept, kept_review, not_credited
-from harness.vocabulary import LEVELS
+from harness.variants import VARIANTS, kept, kept_review, not_credited
+from harness.vocabulary import FAILING, LEVELS
 
 if TYPE_CHECKING:  # imported when a grade runs: they import torch
     from harness.checks.context import Shared
@@ -159,9 +161,10 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[Check], started: 
     from harness.diagnosis.causes import diagnose_safely
 
     static = grading.submission.findings
-    skipped = hidden_marked([result(c, "skipped", grading.excuse(c) or "skipped: the source uses torch's autograd "
-                                                                       "(an integrity violation)") for c in checks],
-                            checks)
+    skipped = hidden_marked([result(c, "skipped", why, "excused") if (why := grading.excuse(c)) else
+                             result(c, "skipped", "skipped: the source uses torch's autograd (an integrity violation)",
+                                    "stopped")
+                             for c in checks], checks)
     points = allot(grading.rubric, skipped, excused(skipped))
     skipped, causes, failure = diagnose_safely(skipped, static.violations, points, {})
     return grading.report("graded", "", skipped, points, {"total": time.perf_counter() - started},
@@ -191,15 +194,20 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
     hello, status, message = start(new_context(), submission.text, options.class_name, timings)
     if hello is None:
         return grading.report(status, message, [], {}, timings, found=_found(settled(), options.variant, shared))
-    members = frozenset(hello.get("members", []))
-    results, runnable = triage(checks, members, hello.get("features", {}), options.class_name, grading.excuse)
+    stubs = _stubs(submission.text, options.class_name)
+    members = frozenset(hello.get("members", [])) - set(stubs)
+    results, runnable = triage(checks, members, hello.get("features", {}), options.class_name, grading.excuse, stubs)
     results.update(run_checks(runnable, lambda: new_context(members), timings))
+    t0 = time.perf_counter()
+    experiments = _experiments(results.values(), new_context(members), members, shared)
+    timings["experiments"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     static = settled()
     ordered = hidden_marked([results[c.id] for c in checks], checks)
     points = allot(grading.rubric, ordered, excused(ordered))
     graded, causes, failure = diagnose_safely(ordered, (*static.violations, *kept(shared.violations, options.variant)),
-                                              points, {c.id: c.graph for c in checks if c.graph is not None})
+                                              points, {c.id: c.graph for c in checks if c.graph is not None},
+                                              experiments)
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
     return grading.report("graded", "", graded, points, timings, found=_found(static, options.variant, shared),
@@ -212,9 +220,29 @@ def hidden_marked(results: Sequence[CheckResult], checks: Sequence[Check]) -> li
     return [dataclasses.replace(r, hidden=True) if r.id in hidden else r for r in results]
 
 
+def _experiments(results: Any, ctx: Any, members: frozenset[str], shared: Any) -> list[Any]:
+    """The diagnosis's experiments, run when something failed and the grade still has time for them."""
+    from harness.checks.experiments import run_experiments
+
+    if shared.why_skip() or not any(r.outcome in FAILING and r.kind == "verdict" for r in results):
+        return []
+    try:
+        return run_experiments(ctx, members)
+    finally:
+        ctx.retire()
+
+
 def excused(results: Sequence[CheckResult]) -> set[str]:
     """The checks that score nothing and cost nothing: not required by the agreements, or not credited."""
-    return {r.id for r in results if r.outcome == "skipped" and r.message.startswith((NOT_REQUIRED, NOT_CREDITED_TEXT))}
+    return {r.id for r in results if r.kind == "excused"}
+
+
+def _stubs(text: str, class_name: str) -> dict[str, str]:
+    """The class's members (and ``no_grad``) that are still placeholders: not attempted, like missing ones."""
+    try:
+        return stub_members(ast.parse(text), class_name)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return {}
 
 
 @dataclass(frozen=True)

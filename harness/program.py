@@ -199,7 +199,7 @@ class Program:
             needs.add(spec.member)
             operands = [values[a] if isinstance(a, str) else a for a in step.args]
             if any(not isinstance(a, str) for a in step.args):
-                needs.add("feature:numbers")
+                needs.add(f"feature:numbers:{step.op}")
                 if not isinstance(step.args[0], str):
                     needs.add({"add": "__radd__", "mul": "__rmul__", "sub": "__rsub__", "div": "__rtruediv__"}[step.op])
             if needs_broadcasting(spec, operands):
@@ -222,7 +222,7 @@ class Program:
         features = {r for r in self.requirements() if r.startswith("feature:")}
         if features & {"feature:broadcasting", "feature:upstream", "feature:passes"}:
             rank = max(rank, 1)
-        if "feature:numbers" in features:
+        if any(f.startswith("feature:numbers") for f in features):
             rank = max(rank, 2)
         return LEVELS[rank]
 

@@ -21,6 +21,21 @@ OUTCOMES: Final = ("passed", "failed", "error", "timeout", "not_attempted", "ski
 FAILING: Final = ("failed", "error", "timeout")
 """The outcomes that are a fault of the submission (not attempted and skipped are not)."""
 
+KINDS: Final = ("verdict", "informational", "missing_member", "stub", "missing_feature", "excused", "stopped")
+"""Why a check ended as it did, as a field (``checks[].kind``) that no reader parses out of its message:
+``verdict`` (judged: passed, failed, error, timeout), ``informational`` (judged, but never changes the
+exit code), ``missing_member`` and ``stub`` (not attempted: the class lacks a member its graphs need, or
+has only a stub of it; ``checks[].reason`` names the member), ``missing_feature`` (not attempted: a
+follow-up feature the engine does not offer; ``reason`` names it), ``excused`` (skipped: not required by
+the agreed interface, or not credited in the variant graded) and ``stopped`` (skipped: the grade ran out
+of time for it)."""
+
+CONFIDENCES: Final = ("confirmed", "likely", "unexplained")
+"""How sure a root cause is (``root_causes[].confidence``): ``confirmed`` when the experiments that tell
+it from its rivals came out as it predicts and as none of them does; ``likely`` when it reproduces the
+failures but no experiment could rule its rivals out; ``unexplained`` for failures grouped around the op
+nearest to them, which no wrong rule reproduces."""
+
 STATUSES: Final = ("graded", "error", "timeout", "integrity_violation")
 """What a whole grade can end in (the JSON report's ``status``)."""
 

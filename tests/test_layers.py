@@ -31,7 +31,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                              "harness.notebooks", "harness.report", "harness.report.model", "harness.report.safety",
                              "harness.options")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
-    ("integrity (static)", ("harness.preflight", "harness.integrity.*")),
+    ("integrity (static)", ("harness.preflight", "harness.stubs", "harness.integrity.*")),
     # Running the submission: the grader's side, the worker and its tripwires, the task's variants
     # (the worker reads which formulas a variant allows).
     ("sandbox", ("harness.sandbox.*", "harness.variants")),

@@ -47,9 +47,11 @@ class CheckEnded(Exception):
     It never goes into a rendered report.
     """
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, *, reason: str = "", **details: Any) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason
+        """A stable code of what went wrong (``CheckResult.reason``), where the message is prose."""
         self.details = details
         self.evidence: Evidence | None = None
 
@@ -324,7 +326,8 @@ class Context:
         if rooted is not program:
             if self.members and "sum" not in self.members:
                 # The appended .sum() is the grader's call, never the candidate's bug.
-                raise NotAttempted(f"the grader sums this one-element output, and {self.class_name} has no sum")
+                raise NotAttempted(f"the grader sums this one-element output, and {self.class_name} has no sum",
+                                   reason="sum")
             program, expected = rooted, rooted.run_torch()
         observation = self.run(program, timeout=timeout)
         mismatch = judge(program, observation, expected, parts, tolerance)

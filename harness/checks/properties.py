@@ -214,7 +214,7 @@ def random_extension_graphs(ctx: Context) -> None:
     """
     present = [name for name, spec in OPS.items() if spec.level == "extensions" and spec.member in ctx.members]
     if not present:
-        raise NotAttempted(f"{ctx.class_name} has none of the extension ops")
+        raise NotAttempted(f"{ctx.class_name} has none of the extension ops", reason="extension ops")
     _search(ctx, _CORE_OPS + present, "extensions", situations_for(present), integer_values=False)
 
 

@@ -9,10 +9,11 @@ run in two lanes, each with a worker of its own, taking the costliest first from
 from __future__ import annotations
 
 import ast
+import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
 from harness.checks.registry import Check
@@ -21,7 +22,7 @@ from harness.concepts import with_explain_line
 from harness.integrity.scan import member_line
 from harness.preflight import suggest_class
 from harness.report.model import CheckResult
-from harness.vocabulary import FAILING, FEATURES
+from harness.vocabulary import FAILING, FEATURES, INFORMATIONAL
 
 __all__ = ["LANES", "SNIPPET_STEPS", "start", "triage", "result", "run_checks", "run_check"]
 
@@ -32,9 +33,10 @@ SNIPPET_STEPS = 40
 """Graphs larger than this (the timing probes' thousands of nodes) get no snippet."""
 
 
-def result(planned: Check, outcome: str, message: str) -> CheckResult:
-    """The result of a check that was not run: skipped or not attempted, and why."""
-    return CheckResult(planned.id, planned.level, planned.concept, planned.title, outcome, message)
+def result(planned: Check, outcome: str, message: str, kind: str, reason: str = "") -> CheckResult:
+    """The result of a check that was not run: skipped or not attempted, and why (``kind``, ``reason``)."""
+    return CheckResult(planned.id, planned.level, planned.concept, planned.title, outcome, message, kind=kind,
+                       reason=reason)
 
 
 def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -> tuple[dict[str, Any] | None, str, str]:
@@ -64,30 +66,54 @@ def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -
 
 
 def triage(plan: Iterable[Check], members: frozenset[str], features: dict[str, Any], class_name: str,
-           excuse: Callable[[Check], str | None]) -> tuple[dict[str, CheckResult], list[Check]]:
-    """The checks that will not run (excused, or needing what the engine lacks) with their results, and the rest."""
+           excuse: Callable[[Check], str | None],
+           stubs: Mapping[str, str] | None = None) -> tuple[dict[str, CheckResult], list[Check]]:
+    """The checks that will not run (excused, or needing what the engine lacks) with their results, and the rest.
+
+    ``stubs`` (member -> what its body is) are members the class defines but has not written yet: a check
+    that needs one waits for it exactly as if it were missing."""
     results: dict[str, CheckResult] = {}
     runnable: list[Check] = []
+    stubs = stubs or {}
     for planned in plan:
-        missing = _missing(planned.requires, members, features, class_name)
+        missing = _missing(planned.requires, members, features, class_name, stubs)
         why = excuse(planned)
         if why:
-            results[planned.id] = result(planned, "skipped", why)
+            results[planned.id] = result(planned, "skipped", why, "excused")
         elif missing:
-            results[planned.id] = result(planned, "not_attempted", f"not attempted: {missing}")
+            kind, reason, message = missing
+            waits = _members_waited_for(planned.requires, members, stubs)
+            results[planned.id] = dataclasses.replace(
+                result(planned, "not_attempted", f"not attempted: {message}", kind, reason),
+                details={"waits_for": waits} if waits else {})
         else:
             runnable.append(planned)
     return results, runnable
 
 
-def _missing(requires: frozenset[str], members: frozenset[str], features: dict[str, Any], class_name: str) -> str | None:
+def _members_waited_for(requires: frozenset[str], members: frozenset[str], stubs: Mapping[str, str]) -> list[str]:
+    """Every member a check needs that the class lacks or has only as a stub."""
+    return sorted(need for need in requires if not need.startswith("feature:") and (need in stubs or need not in members))
+
+
+def _missing(requires: frozenset[str], members: frozenset[str], features: dict[str, Any], class_name: str,
+             stubs: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """(kind, member or feature, message) for the first requirement the engine does not meet, or None."""
     for need in sorted(requires):
-        if need.startswith("feature:"):
+        if need.startswith("feature:numbers:"):
+            op = need.removeprefix("feature:numbers:")
+            if not features.get(f"number_forward:{op}", features.get("number_forward")):
+                return "missing_feature", "numbers", f"a Python number as an operand of {op} raises in forward"
+        elif need.startswith("feature:"):
             name = need.removeprefix("feature:")
+            if name in stubs:
+                return "stub", name, f"waits for `{name}()` (a stub: {stubs[name]})"
             if name in FEATURES and not features.get(FEATURES[name][0]):
-                return FEATURES[name][1]
+                return "missing_feature", name, FEATURES[name][1]
+        elif need in stubs:
+            return "stub", need, f"waits for `{need}` ({class_name}.{need} is a stub: {stubs[need]})"
         elif need not in members:
-            return f"{class_name} has no {need}"
+            return "missing_member", need, f"waits for `{need}` ({class_name} has no {need})"
     return None
 
 
@@ -126,20 +152,21 @@ def run_check(planned: Check, ctx: Context, timings: dict[str, float]) -> CheckR
     base = dict(id=planned.id, level=planned.level, concept=planned.concept, title=planned.title)
     skip = ctx.shared.why_skip()
     if skip:
-        return CheckResult(**base, outcome="skipped", message=f"skipped: {skip}")
+        return CheckResult(**base, outcome="skipped", message=f"skipped: {skip}", kind="stopped")
     ctx.begin(time.perf_counter() + planned.timeout, fresh=planned.isolated)
     t = time.perf_counter()
-    outcome, message, details, evidence = "passed", "", {}, None
+    outcome, message, details, evidence, reason = "passed", "", {}, None, ""
+    kind = "informational" if planned.id in INFORMATIONAL else "verdict"
     try:
         planned.run(ctx)
     except Failed as exc:
-        outcome, message, details, evidence = "failed", exc.message, exc.details, exc.evidence
+        outcome, message, details, evidence, reason = "failed", exc.message, exc.details, exc.evidence, exc.reason
     except NotAttempted as exc:
-        outcome, message = "not_attempted", f"not attempted: {exc.message}"
+        outcome, message, kind, reason = "not_attempted", f"not attempted: {exc.message}", "missing_member", exc.reason
     except CandidateTimeout as exc:
-        outcome, message, details, evidence = "timeout", exc.message, exc.details, exc.evidence
+        outcome, message, details, evidence, reason = "timeout", exc.message, exc.details, exc.evidence, exc.reason
     except CandidateError as exc:
-        outcome, message, details, evidence = "error", exc.message, exc.details, exc.evidence
+        outcome, message, details, evidence, reason = "error", exc.message, exc.details, exc.evidence, exc.reason
     except Exception as exc:  # a fault of the grader's: report it on this check, grade the rest
         outcome, message = "error", f"internal grader error: {type(exc).__name__}: {exc}"
     notes = getattr(ctx, "notes", None)
@@ -153,7 +180,8 @@ def run_check(planned: Check, ctx: Context, timings: dict[str, float]) -> CheckR
         evidence, details = _smallest_reproduction(evidence, details, ctx)
     elapsed = time.perf_counter() - t
     timings[planned.id] = elapsed
-    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence)
+    return CheckResult(**base, outcome=outcome, message=message, details=details, seconds=elapsed, evidence=evidence,
+                       kind=kind, reason=reason)
 
 
 def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> tuple[Any, dict[str, Any]]:

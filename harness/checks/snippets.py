@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Sequence
 
 import torch
 
-from harness.compare import DEFAULT_TOLERANCE, Tolerance, compare, tolerance_for, unravel
+from harness.compare import DEFAULT_TOLERANCE, Tolerance, as_zero_d, compare, tolerance_for, unravel
 from harness import notebooks
 from harness.program import Outcome, Program
 from harness.report.safety import one_line
@@ -33,12 +33,13 @@ _INLINE_EXPECTED: Final = 48
 
 
 def reproduce(program: Program, submission: Path | str, class_name: str, expected: Outcome | None = None,
-              observed: Any = None, tolerance: Tolerance | None = None) -> str:
+              observed: Any = None, tolerance: Tolerance | None = None, asserting: Sequence[str] = ()) -> str:
     """The snippet for ``program`` failing on the submission at ``submission``.
 
     ``observed`` is what the candidate's engine gave (an ``Observation``): it
     decides which assertion the snippet ends with. Without it (the run raised
-    or hung) the snippet ends with the call that fails.
+    or hung) the snippet ends with the call that fails. ``asserting`` are the
+    lines a check that judges something else (a convention) ends with instead.
     """
     expected = expected or program.run_torch()
     lines = [*_import_lines(Path(submission), class_name), ""]
@@ -68,7 +69,9 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     if sum(len(line) for line in lines) > _MAX_CHARACTERS:
         return ""  # inputs with no recipe too large to write out: the message says what failed
     error = getattr(observed, "error", None) if observed is not None else None
-    if observed is not None and error is None:
+    if asserting:
+        lines += list(asserting)
+    elif observed is not None and error is None:
         lines += _assertion(program, observed, expected, tolerance)
     elif error:
         message = str(error.get("message", "")).splitlines()[:1]
@@ -91,9 +94,9 @@ def _assertion(program: Program, observed: Any, expected: Outcome, tolerance: To
     float32 = any(leaf.value.dtype == torch.float32 for leaf in program.leaves if not leaf.raw)
     tol = tolerance or (tolerance_for(torch.float32, transcendental) if float32 else DEFAULT_TOLERANCE)
     for step in program.steps:
-        got = observed.values.get(step.name)
+        got = as_zero_d(observed.values.get(step.name), expected.values[step.name])
         if isinstance(got, torch.Tensor) and compare(got, expected.values[step.name], tol, step.name) is not None:
-            return _compare_lines(f"{step.name}.data", got, expected.values[step.name], tol)
+            return _compare_lines(f"{step.name}.data", observed.values.get(step.name), expected.values[step.name], tol)
     for step in program.steps:
         got = observed.requires_grad.get(step.name)
         if step.name in observed.requires_grad and got != expected.requires_grad[step.name]:
@@ -107,7 +110,7 @@ def _assertion(program: Program, observed: Any, expected: Outcome, tolerance: To
         if not isinstance(got, (torch.Tensor, type(None))):
             return [f"assert isinstance({leaf.name}.grad, torch.Tensor), "
                         f"f'{leaf.name}.grad is a {{type({leaf.name}.grad).__name__}}, expected a torch.Tensor'"]
-        if compare(got, want, tol, leaf.name) is not None:
+        if compare(as_zero_d(got, want), want, tol, leaf.name) is not None:
             return _compare_lines(f"{leaf.name}.grad", got, want, tol)
     return []
 
@@ -118,8 +121,13 @@ def _compare_lines(what: str, got: torch.Tensor | None, want: torch.Tensor | Non
         return lines + [f"assert {what} is None, f'{what} should be None, got {{{what}}}'"]
     shape = tuple(want.shape)
     lines.append(f"assert {what} is not None, '{what} is None'")
-    lines.append(f"assert tuple({what}.shape) == {shape!r}, f'{what} has shape {{tuple({what}.shape)}}, "
-                 f"expected {shape!r}'")
+    if shape == () and got is not None and got.dim() > 0 and all(size == 1 for size in got.shape):
+        # One element in size-1 axes where torch has a 0-d tensor: forgiven here as the check forgave it.
+        lines.append(f"assert {what}.numel() == 1, f'{what} has shape {{tuple({what}.shape)}}, expected one element'")
+        what, got = f"{what}.reshape(())", got.reshape(())
+    else:
+        lines.append(f"assert tuple({what}.shape) == {shape!r}, f'{what} has shape {{tuple({what}.shape)}}, "
+                     f"expected {shape!r}'")
     if got is None or tuple(got.shape) != shape:
         return lines
     scale = max(1.0, float(want.abs().max())) if want.numel() and bool(torch.isfinite(want).all()) else 1.0

@@ -94,23 +94,33 @@ def torch_conventions(ctx: Context) -> None:
     """
     found: list[str] = []
     evidence: list[Evidence] = []
+    asserting: list[list[str]] = []
+    reasons: list[str] = []
     summed = _program({"x": (_A, True)}, [("y", "sum", ["x"])])
     obs = _run_plain(ctx, summed)
     got = obs.values.get("y")
     if isinstance(got, torch.Tensor) and got.dim() != 0:
         found.append(f"x.sum() has shape {tuple(got.shape)}, torch gives a 0-d tensor (shape ())")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
+        asserting.append(["assert y.data.dim() == 0, f'x.sum() has shape {tuple(y.data.shape)}, torch gives shape ()'"])
+        reasons.append("sum_not_0d")
     stored = {obs.dtype("leaf_data", "x"), obs.dtype("values", "y")} - {None, "float64"}
     if stored:
         found.append(f"Tensor(float64 data) holds {', '.join(sorted(stored))}: keep the dtype you are given "
                      "(torch does), or every result loses precision")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
+        asserting.append(["assert x.data.dtype == torch.float64 and y.data.dtype == torch.float64, "
+                          "f'x holds {x.data.dtype} and x.sum() {y.data.dtype}, torch keeps float64'"])
+        reasons.append("stored_float32")
     grad_dtype, data_dtype = obs.dtype("grads", "x"), obs.dtype("leaf_data", "x")
     floats = grad_dtype and data_dtype and all(d.startswith(("float", "bfloat")) for d in (grad_dtype, data_dtype))
     if floats and grad_dtype != data_dtype:  # an integer gradient loses values: core.grad_types fails it
         found.append(f"x.grad has dtype {grad_dtype} where x holds {data_dtype}: torch gives a gradient its "
                      "tensor's dtype (build it with zeros_like/ones_like of the data)")
         evidence.append(Evidence(summed, obs, summed.run_torch()))
+        asserting.append(["assert x.grad.dtype == x.data.dtype, f'x.grad has dtype {x.grad.dtype}, x holds "
+                          "{x.data.dtype}'"])
+        reasons.append("grad_dtype")
     # A (1, 3) @ (3, 1) product is one element but not 0-d: torch's backward() accepts it as the root,
     # and @'s backward needs the root gradient in the output's own shape.
     row, column = _t([[1.0, -2.0, 0.5]]), _t([[2.0], [1.0], [-1.0]])
@@ -121,15 +131,22 @@ def torch_conventions(ctx: Context) -> None:
         found.append(f"backward() on a one-element output of shape (1, 1) raised {describe_error(obs.error)}; "
                      "torch accepts any one-element output")
         evidence.append(Evidence(rooted, obs, expected))
+        asserting.append([])
+        reasons.append("one_element_root")
     else:
         verdict = judge(rooted, obs, expected, ("grads",))
         if verdict is not None:
             found.append(f"with a one-element output of shape (1, 1): {verdict.message} (seed backward with ones "
                          "of the output's own shape)")
             evidence.append(Evidence(rooted, obs, expected))
+            asserting.append([])
+            reasons.append("one_element_root")
     if found:
-        raise Failed("; ".join(found), graph=evidence[0].program.expression(),
-                     snippet=reproduce(evidence[0].program, ctx.path, ctx.class_name)).with_evidence(evidence[0])
+        first = evidence[0]
+        snippet = reproduce(first.program, ctx.path, ctx.class_name, first.expected, first.observation,
+                            asserting=asserting[0])
+        raise Failed("; ".join(found), reason=reasons[0], graph=first.program.expression(),
+                     snippet=snippet).with_evidence(first)
 
 
 def _run_plain(ctx: Context, program: Program, allow_error: bool = False) -> Observation:
@@ -218,7 +235,7 @@ def backward_is_linear(ctx: Context) -> None:
         (n0, t0), (n1, t1) = growth.points[0], growth.points[-1]
         raise Failed(f"forward and backward over {n1} nodes used {t1:.2f} s of CPU against {t0:.3f} s for {n0}: "
                      f"the time grows like n^{growth.exponent:.1f} (linear is n^1), so backward is not linear in "
-                     "the graph's size", cpu_seconds=[list(point) for point in growth.points]
+                     "the graph's size", reason="superlinear", cpu_seconds=[list(point) for point in growth.points]
                      ).with_evidence(Evidence(wide_graph(GROWTH_WIDTHS[-1]), None, None))
 
 
@@ -248,7 +265,7 @@ def inputs_unchanged(ctx: Context) -> None:
         changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
         if changed:
             raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward of {p.expression()}",
-                         graph=p.expression(), snippet=reproduce(p, ctx.path, ctx.class_name))
+                         reason="input_changed", graph=p.expression(), snippet=reproduce(p, ctx.path, ctx.class_name))
     if len(errors) == len(programs):
         p, error = errors[0]
         raise CandidateError(f"no graph ran to the end, so nothing shows the inputs are left alone: "
@@ -312,17 +329,24 @@ def no_grad_mode(ctx: Context) -> None:
     if "error" in facts:
         raise CandidateError(describe_error(facts["error"]))
     if facts.get("h_requires_grad") is not False or facts.get("z_requires_grad") is not False:
-        raise Failed("a result computed inside no_grad() still requires grad")
+        raise Failed("a result computed inside no_grad() still requires grad", reason="no_grad_records")
     z = facts.get("z_value") or {}
     if z.get("values") != [2.0, 2.0, 12.0]:
         raise Failed(f"inside no_grad() (x * x + x).relu() of x = [1, -2, 3] gave {z.get('values')}, "
-                     "expected [2.0, 2.0, 12.0]")
+                     "expected [2.0, 2.0, 12.0]", reason="no_grad_values")
     if not facts.get("intermediate_freed"):
-        raise Failed("a result computed inside no_grad() still holds a reference to its inputs, so nothing is freed")
+        raise Failed("a result computed inside no_grad() still holds a reference to its inputs, so nothing is freed",
+                     reason="no_grad_keeps_inputs")
     if facts.get("after_requires_grad") is not True:
-        raise Failed("after leaving no_grad(), new results no longer require grad: the mode was not restored")
+        raise Failed("after leaving no_grad(), new results no longer require grad: the mode was not restored",
+                     reason="no_grad_not_restored")
+    if facts.get("nested_requires_grad") is not False:
+        raise Failed("inside no_grad(), after a nested no_grad() block ends, results require grad again: leaving a "
+                     "block must restore the mode it found (off, here), not switch recording on",
+                     reason="no_grad_nested")
     if facts.get("after_exception_requires_grad") is not True:
-        raise Failed("an exception inside no_grad() left gradient recording switched off (use try/finally)")
+        raise Failed("an exception inside no_grad() left gradient recording switched off (use try/finally)",
+                     reason="no_grad_not_restored_after_exception")
 
 
 DEEP_CHAIN: Final = 100_000
@@ -339,17 +363,17 @@ def deep_graph(ctx: Context) -> None:
     except CandidateError as exc:
         raise Failed(f"the process died during the {DEEP_CHAIN:,}-node chain ({exc.message}). If backward "
                      "recurses, that is the C stack overflowing: raising the recursion limit only moves the "
-                     "crash") from None
+                     "crash", reason="process_died") from None
     error = facts.get("error")
     if error is not None:
         if error.get("type") == "RecursionError":
             raise Failed(f"RecursionError during {error.get('where')} on a {DEEP_CHAIN:,}-node chain: a recursive "
-                         "graph walk cannot handle deep graphs")
+                         "graph walk cannot handle deep graphs", reason="recursion")
         raise CandidateError(describe_error(error))
     grad = facts.get("grad") or {}
     if grad.get("values") != [float(DEEP_CHAIN + 1)]:
         raise Failed(f"on y = x + x + ... ({DEEP_CHAIN:,} additions) x.grad is {grad.get('values')}, "
-                     f"expected [{DEEP_CHAIN + 1}.0]")
+                     f"expected [{DEEP_CHAIN + 1}.0]", reason="wrong_gradient")
 
 
 @check("followups.memory_release", "followups", "memory", requires=CORE_MEMBERS)
@@ -374,13 +398,13 @@ def memory_release(ctx: Context) -> None:
     tol = tolerance_for(facts["x"].get("dtype", "float64"), transcendental=False)
     if grad is None or got["shape"] != [4, 3] or compare(grad, expected.grads["x"], tol, "x.grad") is not None:
         # A wrong gradient, not a kept graph: the probe's graph as evidence, for the diagnosis to name its bug.
-        raise Failed("the gradient of x in the memory-release probe is wrong",
+        raise Failed("the gradient of x in the memory-release probe is wrong", reason="wrong_gradient",
                      hint="the probe's gradient is wrong before its memory is judged: fix the failing gradient "
                           "checks first").with_evidence(
             Evidence(program, Observation({}, {}, {"x": grad}, {}, None, 0.0), expected))
     if facts.get("alive_after"):
         raise Failed(f"{facts['alive_after']} of 2 intermediate tensors are still alive after backward(): the "
-                     "output keeps the whole graph (and its saved tensors) in memory")
+                     "output keeps the whole graph (and its saved tensors) in memory", reason="graph_alive")
 
 
 @check("followups.cross_entropy", "followups", "numerics", requires=CORE_MEMBERS | {"cross_entropy"})

@@ -62,6 +62,7 @@ def _judge_ties(ctx: Context, program: Program, groups: list[list[tuple[str, int
             if (leaf.name, i) not in tied and not math.isclose(float(g[i]), float(w[i]), rel_tol=1e-6, abs_tol=1e-9):
                 problem = f"{leaf.name}.grad at flat index {i} is {float(g[i]):g}, expected {float(w[i]):g}"
                 break
+    reason = "wrong_gradient"
     if problem is None:
         for group in groups:
             got = {(leaf, i): float(obs.grads[leaf].reshape(-1)[i]) for leaf, i in group}
@@ -74,9 +75,10 @@ def _judge_ties(ctx: Context, program: Program, groups: list[list[tuple[str, int
                 problem = (f"the tied elements {places} received {', '.join(f'{v:g}' for v in got.values())}, "
                            f"{shares:g} in all, where their gradient is {total:g}{many}: give it to one of them or "
                            "split it, exactly once")
+                reason = "tied_all" if many else "tie_shares"
                 break
     if problem is not None:
-        raise Failed(problem, graph=program.expression(),
+        raise Failed(problem, reason=reason, graph=program.expression(),
                      snippet=reproduce(program, ctx.path, ctx.class_name)).with_evidence(
             Evidence(program, obs, expected))
 

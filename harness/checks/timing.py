@@ -51,14 +51,14 @@ def every_path(ctx: Context, levels: int = EVERY_PATH_LEVELS, timeout: float = E
         obs = ctx.run(deep, timeout=timeout, observe="output", timed=True)
     except CandidateTimeout:
         raise Failed(f"backward did not finish within {timeout:g} s on {levels} stacked diamonds ({nodes} nodes): "
-                     f"{why}", graph=f"{levels} stacked diamonds: p = h + z; q = h + z; h = p + q"
+                     f"{why}", reason="every_path", graph=f"{levels} stacked diamonds: p = h + z; q = h + z; h = p + q"
                      ).with_evidence(Evidence(deep, None, None)) from None
     if obs.error is not None:
         raise CandidateError(describe_error(obs.error)).with_evidence(Evidence(deep, obs, None))
     if obs.cpu_seconds is not None and obs.cpu_seconds > 1.0:
         raise Failed(f"backward on {levels} stacked diamonds ({nodes} nodes) used {obs.cpu_seconds:.2f} s of CPU, "
                      f"where a reverse topological walk takes milliseconds: {why}",
-                     cpu_seconds=obs.cpu_seconds).with_evidence(Evidence(deep, obs, None))
+                     reason="every_path", cpu_seconds=obs.cpu_seconds).with_evidence(Evidence(deep, obs, None))
 
 
 @functools.lru_cache(maxsize=8)  # programs are immutable, and building 16k steps costs more than running them

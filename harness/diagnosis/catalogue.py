@@ -33,9 +33,9 @@ class Bug:
     hint: str
     """Where to look and which idea to apply, without the fix itself."""
     signatures: tuple[tuple[str, str], ...] = ()
-    """(check id, regular expression) for the checks that fail with no graph to replay
-    (probes and timings): a failure of that check whose message matches is this bug.
-    ``INTEGRITY`` matches the report's integrity violations instead."""
+    """(check id, reason) for the checks that fail with no graph to replay (probes and timings): a failure of
+    that check with that ``CheckResult.reason`` is this bug. For ``INTEGRITY`` the second item is a regular
+    expression that matches one of the report's integrity violations instead."""
     exponential: bool = False
     """Its backward walks every path of the graph: replays are skipped on graphs with many."""
 
@@ -90,8 +90,8 @@ BUGS: Final[tuple[Bug, ...]] = (
         "stacked diamonds), and a long chain exceeds the recursion limit.",
         "Count how many times a node in the middle of stacked diamonds is visited; each node should be visited "
         "once, after all its consumers.",
-        signatures=(("core.order", r"did not finish|every path|took"),
-                    ("followups.deep_graph", r"RecursionError|process died")),
+        signatures=(("core.order", "every_path"), ("followups.deep_graph", "recursion"),
+                    ("followups.deep_graph", "process_died")),
         exponential=True),
     Bug("recursive_topo", "recursive topological sort", "order", "followups",
         "The topological sort calls itself for each input, one Python frame per node along the deepest path. A "
@@ -99,7 +99,7 @@ BUGS: Final[tuple[Bug, ...]] = (
         "C stack.",
         "Depth of recursion grows with the depth of the graph; think of a way to walk a graph whose depth does "
         "not use the call stack.",
-        signatures=(("followups.deep_graph", r"RecursionError|process died"),)),
+        signatures=(("followups.deep_graph", "recursion"), ("followups.deep_graph", "process_died"))),
     # ---- op rules -------------------------------------------------------------------------
     Bug("matmul_left_flipped", "matmul backward: left operand's gradient transposed wrong", "matmul", "core",
         "For C = A @ B the gradient of A is computed with the transpose on the wrong side or the factors in the "
@@ -148,7 +148,7 @@ BUGS: Final[tuple[Bug, ...]] = (
         "still holds, or a value another rule saved for backward) silently becomes its relu.",
         "Check which ops return a new tensor and which write into the one they were given; a forward pass "
         "must leave its inputs as they were.",
-        signatures=(("core.inputs_unchanged", r"changed during forward/backward"),)),
+        signatures=(("core.inputs_unchanged", "input_changed"),)),
     # ---- requires_grad and gradient types ------------------------------------------------
     Bug("requires_grad_ignored", "requires_grad not propagated", "requires_grad", "core",
         "Every result requires grad and records its inputs, whatever its inputs are. A result built only from "
@@ -182,17 +182,23 @@ BUGS: Final[tuple[Bug, ...]] = (
         "After backward() every node still holds its inputs and the tensors its rule saved. As long as the "
         "output lives, the whole graph and its intermediate values cannot be freed.",
         "Once a node has passed its gradient on, ask what it still needs to keep.",
-        signatures=(("followups.memory_release", r"still alive"),)),
+        signatures=(("followups.memory_release", "graph_alive"),)),
     Bug("no_grad_records", "no_grad() that still records", "memory", "followups",
         "Results computed inside no_grad() still require grad and keep references to their inputs. Evaluation "
         "code under no_grad() then builds a graph nobody will use and keeps its tensors alive.",
         "Results are created in one place; that place should know whether recording is switched on.",
-        signatures=(("followups.no_grad", r"inside no_grad\(\) still|still holds a reference"),)),
+        signatures=(("followups.no_grad", "no_grad_records"), ("followups.no_grad", "no_grad_keeps_inputs"))),
     Bug("no_grad_not_restored", "no_grad() not restored after an exception", "memory", "followups",
         "no_grad() switches recording off on entry and back on after its block, but not when the block raises. "
         "After one exception inside no_grad(), nothing records any more and gradients silently stop.",
         "What runs when the body of a context manager raises? Look at how the previous mode is restored.",
-        signatures=(("followups.no_grad", r"exception inside no_grad"),)),
+        signatures=(("followups.no_grad", "no_grad_not_restored_after_exception"),)),
+    Bug("no_grad_not_nested", "no_grad() switches recording on when it ends", "memory", "followups",
+        "no_grad() turns recording off on entry and on again when its block ends, instead of back to what it "
+        "found. A no_grad() block inside another one then ends the outer block's mode early: what follows it "
+        "records a graph again.",
+        "What mode was in force when the block began? That is the one to go back to.",
+        signatures=(("followups.no_grad", "no_grad_nested"),)),
 )
 
 _BY_ID: Final = {b.id: b for b in BUGS}

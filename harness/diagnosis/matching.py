@@ -290,13 +290,12 @@ def fails(bug_id: str, program: Program, expected: Outcome,
     return mobs.error is not None or any(not agree(got, want) for _, _, got, want in _quantities(program, mobs, expected))
 
 
-def match_signatures(check_id: str, message: str, passed: Iterable[str]) -> list[Match]:
-    """Bugs whose signature names this check and this kind of message, unless a check they fail passed."""
+def match_signatures(check_id: str, reason: str, passed: Iterable[str]) -> list[Match]:
+    """Bugs whose signature names this check and this reason for its failure, unless a check they fail passed."""
     passed = set(passed)
     found = []
     for b in BUGS:
-        pattern = dict(b.signatures).get(check_id)
-        if pattern is None or not re.search(pattern, message):
+        if not reason or (check_id, reason) not in b.signatures:
             continue
         if any(other in passed for other, _ in b.signatures):
             continue  # the bug would also fail a check this engine passed: it is not this bug

@@ -331,6 +331,11 @@ def _propagate(item: _Node | Tensor, g: torch.Tensor) -> None:
     yield  # BUG: an exception in the block skips the line below
     _grad_enabled = previous
 """),), shows_on="never"),
+    Mutant("no_grad_not_nested", (("""    finally:
+        _grad_enabled = previous
+""", """    finally:
+        _grad_enabled = True  # BUG: switched on, whatever it was before the block
+"""),), shows_on="never"),
 )}
 
 

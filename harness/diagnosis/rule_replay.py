@@ -74,8 +74,13 @@ def mutations(program: Program) -> list[Mutation]:
              "wrong_shape"]
     out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
     out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
+    out += [(op, slot, "no_keepdim", None) for op, slot in ops if OPS[op].broadcasts]
+    twice = [step.op for step in program.steps if len({a for a in step.args if isinstance(a, str)})
+             < len([a for a in step.args if isinstance(a, str)])]
+    out += [(op, 0, "once", None) for op in dict.fromkeys(twice)]
     out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
     out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
+    out += [(op, slot, kind, None) for op, slot in ops for kind in _WHOLE_RULES.get(op, ())]
     out += [(op, slot, "scaled", None) for op, slot in ops]
     return out
 
@@ -128,11 +133,16 @@ def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -
         if not slots:
             continue
         local = _local(step, values, g, slots, mutation)
+        once = mutation is not None and mutation[2] == "once" and mutation[0] == step.op
+        handed: set[str] = set()
         for i in slots:
             d = local[i]
             if d is None:
                 continue
             name = step.args[i]
+            if once and name in handed:
+                continue  # one tensor as both operands: the second contribution is lost
+            handed.add(name)
             overwrite = mutation is not None and mutation[2] == "overwritten" and mutation[:2] == (step.op, i)
             grads[name] = d if overwrite or name not in grads else grads[name] + d
     passes = program.passes
@@ -148,7 +158,7 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     kind = mutation[2] if mutated else None
     slot = mutation[1] if mutated else None
     out = vjp(spec, params, operands, g, slots)
-    if kind is None or kind == "overwritten":
+    if kind is None or kind in ("overwritten", "once"):
         return out
     d, x = out[slot], operands[slot]
     if kind == "factor":
@@ -179,12 +189,16 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     elif kind == "exponent":
         p = params.get("p")
         out[slot] = g * p * x ** (p - 1 + mutation[3])
-    elif kind in ("unreduced", "wrong_axis"):
+    elif kind in _WHOLE_RULE_KINDS:
+        out[slot] = _WHOLE_RULE_KINDS[kind](operands, values[step.name], g, params)
+    elif kind in ("unreduced", "wrong_axis", "no_keepdim"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
             raise ValueError("nothing was broadcast")
         if kind == "unreduced":
             out[slot] = full
+        elif kind == "no_keepdim":
+            out[slot] = _summed_without_keepdim(full, x.shape)
         else:
             out[slot] = _sum_over_wrong_axis(full, x.shape, mutation[3], d)
     return out
@@ -215,6 +229,16 @@ def _vjp_unreduced(spec: Any, params: dict[str, Any], operands: list[Any], g: to
     return d.detach()
 
 
+def _summed_without_keepdim(full: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """The broadcast gradient summed back over the stretched axes, the size-1 ones dropped (no keepdim)."""
+    lead = full.dim() - len(shape)
+    summed = full.sum(dim=tuple(range(lead))) if lead > 0 else full
+    axes = tuple(i for i, size in enumerate(shape) if size == 1 and summed.shape[i] != 1)
+    if not axes:
+        raise ValueError("no axis of size 1 was stretched")
+    return summed.sum(dim=axes)
+
+
 def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right: torch.Tensor) -> torch.Tensor:
     if axis >= full.dim():
         raise ValueError("no such axis")
@@ -235,6 +259,26 @@ _FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], t
     ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
 }
 """The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
+
+def _stats_constant(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """batch_norm's gradient with the batch mean and variance taken as constants: g / std."""
+    x = operands[0]
+    return g / torch.sqrt(x.var(dim=0, unbiased=False, keepdim=True) + params.get("eps", 1e-5))
+
+
+def _no_onehot(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """cross_entropy's gradient without the one-hot term: softmax / N."""
+    logits = operands[0]
+    return g * torch.softmax(logits, dim=1) / logits.shape[0]
+
+
+_WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
+    "stats_constant": _stats_constant,
+    "no_onehot": _no_onehot,
+}
+"""Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
+_WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",)}
+
 
 _OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {
     "exp": lambda y: y,

@@ -22,6 +22,7 @@ from typing import Any, Callable, Final, Sequence
 import torch
 
 from harness.compare import as_zero_d
+from harness.diagnosis.symptom_texts import SYMPTOMS
 from harness.diagnosis.rule_replay import (backward, close, first_path, forward, graded_leaves, matches, mutation_detail,
                                            mutations)
 from harness.ops import OPS
@@ -41,84 +42,6 @@ grows with the ops of the graph, and a shrunk failing graph is smaller than this
 
 REPLAY_STEPS: Final = 500
 """Larger graphs are not replayed to test one finding: one replay costs a vector-Jacobian product per op."""
-
-
-@dataclass(frozen=True)
-class Symptom:
-    id: str
-    says: str
-    """What is wrong, with ``{b}`` for the operand's name and ``{detail}`` for a measured quantity."""
-    hint: str
-    concept: str | None = None
-    """The concept it belongs to; None: the op's own."""
-
-
-SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
-    Symptom("wrong_value", "computes the wrong value in the forward pass",
-            "check the forward formula of this op against its definition: every gradient after it is judged on "
-            "this value"),
-    Symptom("raises", "raises {detail} in the forward pass on operands it must accept",
-            "run the reproduction below: the op fails before any gradient is computed"),
-    Symptom("raises_without_grad", "the backward rule raises {detail} when {b} does not require grad (its .grad is None)",
-            "a tensor that does not require grad keeps .grad None: the rule must skip it (or never add to its None)",
-            concept="requires_grad"),
-    Symptom("requires_grad_flag", "a result's requires_grad is not True exactly when one of its inputs requires grad",
-            "set requires_grad on every result from its inputs (any of them requiring grad), and record the graph "
-            "only then", concept="requires_grad"),
-    Symptom("grad_not_none", "a leaf that does not require grad receives a gradient",
-            "skip inputs that do not require grad in backward: their .grad stays None", concept="requires_grad"),
-    Symptom("first_path", "a value used twice passes on only the first gradient that reaches it",
-            "walk the graph in reverse topological order, so a node passes its gradient on once, after every "
-            "consumer has added to it", concept="order"),
-    Symptom("all_zero", "every leaf's gradient is zero: the gradients backward computes never reach the leaves",
-            "follow one gradient from the output to a leaf: the rule's result must be added into the leaf's .grad "
-            "(not replaced by zeros, not dropped at the leaves)", concept="accumulation"),
-    Symptom("sign", "the gradient of {b} has the wrong sign: got -g where +g is right",
-            "a flipped sign in this op's backward rule: check which operand carries the minus"),
-    Symptom("missing", "{b} gets no gradient from this op",
-            "this op's backward rule never adds a gradient to {b}: return (or accumulate) one for every input that "
-            "requires grad"),
-    Symptom("doubled", "the gradient of {b} is counted twice (2x the right one)",
-            "this op's backward adds {b}'s gradient twice, or its rule runs twice: accumulate each contribution "
-            "exactly once"),
-    Symptom("scaled", "the gradient of {b} is off by a constant factor of {detail}",
-            "a constant in this op's backward rule is wrong (a missing or extra 1/n, 2, p ...)"),
-    Symptom("per_element", "the gradient of {b} is off by a factor of {detail}",
-            "an average divides by the number of elements it averages: its gradient does too"),
-    Symptom("missing_factor", "the gradient of {b} misses the factor {detail} of the derivative",
-            "write the derivative out as a product and check that the rule multiplies by every factor"),
-    Symptom("transposed", "the gradient of {b} is transposed",
-            "the shapes of a gradient and its input agree, but the rule hands back the transpose: write the rule "
-            "out with index names to see which side the transpose belongs on"),
-    Symptom("upstream", "the gradient of {b} ignores the upstream gradient (it is the local derivative alone)",
-            "multiply the local derivative by the gradient that flows in from the output (the chain rule)"),
-    Symptom("at_input", "the derivative for {b} is evaluated at the input where it must be at the output",
-            "this rule is written in terms of the output (like tanh' = 1 - y**2): use the op's result, not its "
-            "input"),
-    Symptom("at_output", "the derivative for {b} is evaluated at the output where it must be at the input",
-            "this rule is written in terms of the input (like log' = 1/x): use the op's input, not its result"),
-    Symptom("unreduced", "the gradient of {b} is not summed back to {b}'s shape after broadcasting",
-            "a broadcast operand's gradient must be summed over every axis broadcasting stretched",
-            concept="broadcasting"),
-    Symptom("wrong_axis", "the gradient of {b} is summed over the wrong axis ({detail}) after broadcasting",
-            "sum over the axes broadcasting stretched (the leading extra ones, and those where {b} has size 1), "
-            "and keep the rest", concept="broadcasting"),
-    Symptom("wrong_shape", "the gradient of {b} has the shape of the op's result, not {b}'s own",
-            "a gradient has the shape of the tensor it belongs to: expand (sum), reshape back (reshape), or sum "
-            "over the axes the op stretched", concept="shapes"),
-    Symptom("exponent", "the gradient of {b} uses the wrong power of {b}: {detail}",
-            "d(x ** p)/dx = p * x ** (p - 1): check the exponent in the rule"),
-    Symptom("tied_all", "at a tie, every tied element of {b} receives the full gradient",
-            "a tie's gradient goes to one of the tied elements (torch: the first) or is split evenly; never the "
-            "whole of it to each", concept="routing"),
-    Symptom("wrong_rule", "the gradient of {b} is wrong, in no simple relation to the right one",
-            "work this op's derivative out again for {b} and compare it with the rule in your backward"),
-    Symptom("overwritten", "the gradient this op sends to {b} replaces what {b} already had instead of adding to it",
-            "accumulate (+=) into an input's gradient: a value used twice gets both contributions",
-            concept="accumulation"),
-    Symptom("dtype", "the gradient of {b} has dtype {detail}, not its tensor's",
-            "build gradients with the dtype of the data (torch.zeros_like(x), ones_like ...)", concept="grad_types"),
-]}
 
 
 @dataclass(frozen=True)
@@ -146,8 +69,11 @@ def describe(finding: Finding, params: dict[str, Any] | None = None) -> tuple[st
     spec = OPS.get(finding.op)
     symptom = SYMPTOMS[finding.symptom]
     if finding.op == ENGINE:
-        return symptom.says[0].upper() + symptom.says[1:], symptom.hint, symptom.concept or "ops"
+        said = symptom.says.format(b="", detail=finding.detail)
+        return said[0].upper() + said[1:], symptom.hint, symptom.concept or "ops"
     names = [operand_name(finding.op, i) for i in range(len(spec.slots))] if spec else []
+    if finding.symptom == "once":
+        names = ["x"] * len(names)
     syntax = spec.render(names, params) if spec else finding.op
     operand = operand_name(finding.op, finding.operand)
     said = symptom.says.format(b=f"`{operand}`", detail=finding.detail)
@@ -263,7 +189,8 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
         if step.name in got.values and not close(got.values[step.name], expected.values[step.name]):
             if _right_on_its_operands(step, got, expected):
                 return []  # the op computed its result right from operands something else changed
-            return [Finding(step.op, None, "wrong_value")]
+            swapped = _swapped(program, step, got)
+            return [swapped or Finding(step.op, None, "wrong_value")]
     targets = _observed_leaves(program, got, expected)
     if all(close(got.grads.get(n), expected.grads[n]) for n in targets):
         # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
@@ -299,6 +226,24 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
         found.append(Finding(ENGINE, None, "first_path"))
     return found
 
+
+
+def _swapped(program: Program, step: Step, got: Any) -> Finding | None:
+    """A binary op that computed ``b op a`` for ``a op b`` (``1 - x`` as ``x - 1``): named by the operand order."""
+    if len(step.args) != 2 or step.op not in ("sub", "div", "pow") or len(step.spec.slots) != 2:
+        return None
+    try:
+        values = forward(program)
+        operands = [values[a] if isinstance(a, str) else a for a in step.args]
+        flipped = step.spec.apply_torch(operands[::-1], step.param_dict())
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        return None
+    if not close(got.values[step.name], flipped):
+        return None
+    shown = [a if isinstance(a, str) else f"{a:g}" if isinstance(a, float) else repr(a) for a in step.args]
+    slot = next((i for i, a in enumerate(step.args) if not isinstance(a, str)), 0)
+    return Finding(step.op, slot, "swapped",
+                   f"`{step.spec.render(shown)}` as `{step.spec.render(shown[::-1])}`")
 
 
 def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:

@@ -370,7 +370,7 @@ def _candidate(row: Mapping[str, Any], report: Report) -> list[str]:
     if report.root_causes:
         out.append("<h4>Root causes (fix the first first)</h4>")
         for cause in report.root_causes:
-            out.append(f'<p><strong>{e(cause.name or cause.bug or "")}</strong>: '
+            out.append(f'<p><strong>{e(cause.title)}</strong>: '
                        f'{e(cause.explanation)}</p>')
             if cause.hint:
                 out.append(f'<p class="note">hint: {e(cause.hint)}</p>')

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final, Mapping, Protocol
 
-from harness.vocabulary import FAILING, INFORMATIONAL, OUTCOMES, STATUSES
+from harness.vocabulary import FAILING, INFORMATIONAL, KINDS, OUTCOMES, STATUSES
 
 __all__ = ["CheckResult", "Evidence", "Interview", "ReviewEntry", "RootCause", "Report", "OUTCOMES", "STATUSES",
            "exit_code", "combine", "changes"]
@@ -55,17 +55,27 @@ class CheckResult:
     seconds: float = 0.0
     diagnosis: tuple[str, ...] = ()
     """Ids of catalogued bugs that reproduce this failure, best fit first."""
+    kind: str = "verdict"
+    """Why it ended as it did (``vocabulary.KINDS``): a field, so that nothing reads it out of the message."""
+    reason: str = ""
+    """What the kind is about: the member or feature a check waits for, or, for a failure, a stable code
+    of what went wrong (``graph_alive``, ``recursion``, ``input_changed`` ...) where its message is prose."""
     evidence: Evidence | None = field(default=None, compare=False, repr=False)
     """The failing run as objects, for the diagnosis; never serialised."""
     hidden: bool = False
     """From a spec case its author hid (``hidden: true``): graded and counted, shown to the interviewer, left
     out of what the candidate sees (``report.candidate_view``)."""
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"check {self.id}: unknown kind {self.kind!r}")
+
     def to_dict(self) -> dict[str, Any]:
         out = {"id": self.id, "level": self.level, "concept": self.concept, "title": self.title,
                "outcome": self.outcome, "message": self.message, "points": round(self.points, 2),
                "max_points": round(self.max_points, 2), "details": copy.deepcopy(self.details),
-               "seconds": round(self.seconds, 3), "diagnosis": list(self.diagnosis)}
+               "seconds": round(self.seconds, 3), "diagnosis": list(self.diagnosis), "kind": self.kind,
+               "reason": self.reason}
         if self.hidden:  # only then: every report without hidden cases reads as it always has
             out["hidden"] = True
         return out
@@ -76,7 +86,18 @@ class CheckResult:
                    outcome=data["outcome"], message=data.get("message", ""), points=data.get("points", 0.0),
                    max_points=data.get("max_points", 0.0), details=dict(data.get("details") or {}),
                    seconds=data.get("seconds", 0.0), diagnosis=tuple(data.get("diagnosis") or ()),
+                   kind=data.get("kind") or _kind_of(data), reason=data.get("reason", ""),
                    hidden=data.get("hidden") is True)
+
+
+def _kind_of(data: Mapping[str, Any]) -> str:
+    """The kind of a check read from a report written before checks carried one: what its outcome implies."""
+    outcome = data.get("outcome")
+    if outcome == "not_attempted":
+        return "missing_member"
+    if outcome == "skipped":
+        return "excused"
+    return "informational" if data.get("id") in INFORMATIONAL else "verdict"
 
 
 @dataclass(frozen=True)
@@ -151,11 +172,22 @@ class RootCause:
     waiting: tuple[str, ...] = ()
     """A missing member's core checks, not attempted until it is written."""
     points_waiting: float = 0.0
+    confidence: str | None = None
+    """``vocabulary.CONFIDENCES``: how sure the diagnosis is; None for a member still to write."""
+    probes: tuple[dict[str, Any], ...] = ()
+    """The experiments that decided it: each ``{"probe", "graph", "predicted", "observed"}`` (what the cause
+    predicts for the graph and what the engine did: ``pass`` or ``fail``), and the rivals it ruled out."""
 
     @property
     def key(self) -> str | None:
         """What names the cause across grades: a catalogued bug by its id, anything else by its name."""
         return self.bug or self.name
+
+    @property
+    def title(self) -> str:
+        """The name as a reader sees it: said to be likely when no experiment confirmed it."""
+        name = str(self.name or self.bug or "unnamed cause")
+        return f"likely: {name}" if self.confidence == "likely" else name
 
     def to_dict(self) -> dict[str, Any]:
         # The key order is the one the diagnosis has always written: it differs by kind of cause.
@@ -173,6 +205,8 @@ class RootCause:
             out["points"] = self.points
             if self.level is not None:
                 out["level"] = self.level
+        if not missing:
+            out.update(confidence=self.confidence, probes=copy.deepcopy(list(self.probes)))
         return out
 
     @classmethod
@@ -182,7 +216,8 @@ class RootCause:
                    checks=tuple(data.get("checks") or ()), snippet=data.get("snippet", ""), op=data.get("op"),
                    operand=data.get("operand"), symptom=data.get("symptom"), points=data.get("points", 0.0),
                    level=data.get("level"), waiting=tuple(data.get("waiting") or ()),
-                   points_waiting=data.get("points_waiting", 0.0))
+                   points_waiting=data.get("points_waiting", 0.0), confidence=data.get("confidence"),
+                   probes=tuple(dict(p) for p in data.get("probes") or ()))
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ def _fix_first(report: Report, style: Callable[..., str], verbose: bool) -> list
 
 
 def _cause_name(cause: RootCause) -> str:
-    return str(cause.name or cause.bug or "unnamed cause")
+    return cause.title
 
 
 def _level(level: str, checks: list[CheckResult], report: Report, causes: dict[str, tuple[int, RootCause]],

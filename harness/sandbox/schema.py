@@ -167,7 +167,8 @@ _OBSERVED: Final = _optional(_either(_tensor, _DESCRIPTION))
 _FLAG: Final = _optional(_either(_boolean, _text(MAX_NAME)))
 _ERROR: Final = _record({"where": _text(MAX_NAME), "type": _text(MAX_NAME), "message": _text(),
                          "frames": _list(_text(MAX_TEXT), 20)},
-                        {"node": _text(MAX_TEXT), "line": _optional(_count), "source_line": _text(MAX_TEXT)})
+                        {"node": _text(MAX_TEXT), "line": _optional(_count), "source_line": _text(MAX_TEXT),
+                         "returned": _text(MAX_NAME)})
 _VIOLATIONS: Final = _list(_text(MAX_TEXT), 50)
 _REVIEW: Final = _list(_record({"construct": _text(MAX_TEXT), "why": _text(MAX_TEXT)}, {"line": _optional(_count)}), 50)
 
@@ -184,13 +185,14 @@ _COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW,
 _REPLIES: Final[dict[str, Validator]] = {
     "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),
                         "grads": _mapping(_OBSERVED), "leaf_data": _mapping(_OBSERVED), "seconds": _seconds,
-                        "backward_seconds": _seconds}),
+                        "backward_seconds": _seconds,
+                        "mutated": _list(_record({"step": _text(MAX_NAME), "slot": _count}), 200)}),
     "deep_chain": _record({}, {**_COMMON, "grad": _OBSERVED, "backward_seconds": _seconds}),
     "memory_release": _record({}, {**_COMMON, "alive_before": _count, "alive_after": _count, "grad_x": _OBSERVED,
                                    "x": _tensor, "w": _tensor}),
     "no_grad": _record({}, {**_COMMON, "h_requires_grad": _FLAG, "z_requires_grad": _FLAG, "z_value": _OBSERVED,
                             "intermediate_freed": _boolean, "after_requires_grad": _FLAG,
-                            "after_exception_requires_grad": _FLAG}),
+                            "nested_requires_grad": _FLAG, "after_exception_requires_grad": _FLAG}),
 }
 
 

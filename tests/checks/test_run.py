@@ -42,7 +42,8 @@ def test_a_check_that_returns_passes_and_a_spent_budget_skips_it_unrun():
     ran = []
     assert run_check(_planned("core.x", ran.append), _ctx(), {}).outcome == "passed" and len(ran) == 1
     skipped = run_check(_planned("core.y", ran.append), _ctx("the submission's time limit ran out"), {})
-    assert (skipped.outcome, skipped.message) == ("skipped", "skipped: the submission's time limit ran out")
+    assert (skipped.outcome, skipped.message, skipped.kind) == ("skipped", "skipped: the submission's time limit ran out",
+                                                                "stopped")
     assert len(ran) == 1
 
 
@@ -53,8 +54,34 @@ def test_triage_sets_aside_excused_checks_and_those_needing_what_the_engine_lack
     results, runnable = triage(plan, frozenset({"sum"}), {"broadcast_forward": False}, "Value",
                                lambda c: "not required by the agreed interface" if c.id == "core.d" else None)
     assert [c.id for c in runnable] == ["core.a", "core.e"]
-    assert {cid: (r.outcome, r.message) for cid, r in results.items()} == {
-        "core.b": ("not_attempted", "not attempted: Value has no __matmul__"),
-        "core.c": ("not_attempted", "not attempted: adding tensors of shapes (2, 2) and (2,) raises in forward"),
-        "core.d": ("skipped", "not required by the agreed interface"),
+    assert {cid: (r.outcome, r.message, r.kind, r.reason) for cid, r in results.items()} == {
+        "core.b": ("not_attempted", "not attempted: waits for `__matmul__` (Value has no __matmul__)", "missing_member",
+                   "__matmul__"),
+        "core.c": ("not_attempted", "not attempted: adding tensors of shapes (2, 2) and (2,) raises in forward",
+                   "missing_feature", "broadcasting"),
+        "core.d": ("skipped", "not required by the agreed interface", "excused", ""),
     }
+
+
+def test_a_stub_waits_like_a_missing_member_and_says_so():
+    plan = [_planned("core.a", requires=frozenset({"relu"})), _planned("core.b", requires=frozenset({"feature:no_grad"})),
+            _planned("core.c", requires=frozenset({"sum"}))]
+    results, runnable = triage(plan, frozenset({"sum"}), {"no_grad": True}, "Tensor", lambda c: None,
+                               {"relu": "its body only raises NotImplementedError", "no_grad": "its body is only pass"})
+    assert [c.id for c in runnable] == ["core.c"]
+    assert {cid: (r.outcome, r.message, r.kind, r.reason) for cid, r in results.items()} == {
+        "core.a": ("not_attempted", "not attempted: waits for `relu` (Tensor.relu is a stub: its body only raises "
+                                    "NotImplementedError)", "stub", "relu"),
+        "core.b": ("not_attempted", "not attempted: waits for `no_grad()` (a stub: its body is only pass)", "stub",
+                   "no_grad"),
+    }
+
+
+def test_number_operands_are_judged_per_op_so_one_missing_reflection_skips_only_its_own():
+    # The engine's 2 * a raises (no __rmul__), but x - 1 works: a case with 1 - x is still judged.
+    plan = [_planned("extensions.a", requires=frozenset({"__rsub__", "feature:numbers:sub"})),
+            _planned("extensions.b", requires=frozenset({"feature:numbers:mul"}))]
+    features = {"number_forward": False, "number_forward:sub": True, "number_forward:mul": False}
+    results, runnable = triage(plan, frozenset({"__rsub__"}), features, "Tensor", lambda c: None)
+    assert [c.id for c in runnable] == ["extensions.a"]
+    assert (results["extensions.b"].kind, results["extensions.b"].reason) == ("missing_feature", "numbers")

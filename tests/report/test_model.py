@@ -144,15 +144,15 @@ def test_a_report_reads_back_from_its_json(report):
 def test_each_kind_of_root_cause_keeps_its_keys_in_the_order_the_diagnosis_writes():
     assert [list(cause.to_dict()) for cause in CAUSES] == [
         ["bug", "name", "concept", "explanation", "hint", "checks", "snippet", "op", "operand", "symptom",
-         "points", "level"],
+         "points", "level", "confidence", "probes"],
         ["bug", "name", "concept", "explanation", "hint", "checks", "snippet", "op", "operand", "symptom",
-         "points"],
+         "points", "confidence", "probes"],
         ["bug", "name", "concept", "explanation", "hint", "checks", "waiting", "snippet", "op", "operand",
          "symptom", "points", "points_waiting"],
         ["bug", "name", "concept", "explanation", "hint", "checks", "snippet", "op", "operand", "symptom",
-         "level", "points"],
+         "level", "points", "confidence", "probes"],
         ["bug", "name", "concept", "explanation", "hint", "checks", "snippet", "op", "operand", "symptom",
-         "level", "points"],
+         "level", "points", "confidence", "probes"],
     ]
 
 

@@ -14,7 +14,10 @@ RUBRIC = Rubric(levels={"core": 30.0, "followups": 10.0, "extensions": 0.0}, wei
 
 
 def _results(*outcomes: tuple[str, str, str, str]) -> list[CheckResult]:
-    return [CheckResult(cid, level, "order", "t", outcome, message) for cid, level, outcome, message in outcomes]
+    # A check skipped as not required is excused by its kind (a field), whatever its message says.
+    return [CheckResult(cid, level, "order", "t", outcome, message,
+                        kind="excused" if message.startswith(NOT_REQUIRED) else "verdict")
+            for cid, level, outcome, message in outcomes]
 
 
 def test_points_are_shared_by_weight_and_excused_checks_share_nothing():

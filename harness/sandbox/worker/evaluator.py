@@ -85,6 +85,10 @@ class Evaluator:
                                                                      + self._leaf([1.0, 2.0])))
         features["number_forward"] = self._forward_works(lambda: (self._leaf([1.0, 2.0]) + 1,
                                                                   2 * self._leaf([1.0, 2.0])))
+        # Per op, with the number on the right (the left side needs the reflected member, a member of its own).
+        for name in NUMBER_OPS:
+            features[f"number_forward:{name}"] = self._forward_works(
+                lambda name=name: OPS[name].apply_candidate([self._leaf([1.0, 2.0]), 2.0], {}))
         return {"has_class": True, "members": present, "features": features}
 
     def _leaf(self, values: Any) -> Any:
@@ -116,6 +120,9 @@ class Evaluator:
         # A timed run's thousands of steps each pay nothing for the guard it does not use.
         step_guard = self.guarded if guard else contextlib.nullcontext
         started = time.perf_counter()
+        # On small graphs each step's operands are compared before and after it runs: an op that writes
+        # into its input is seen at the op that did it, not where the changed value is read later.
+        watch = observe_all and len(wire["steps"]) <= WATCHED_STEPS
         try:
             for _ in range(int(wire.get("passes", 1))):
                 results = dict(leaves)
@@ -124,7 +131,15 @@ class Evaluator:
                     params = {k: tuple(v) if isinstance(v, list) else v for k, v in step["params"].items()}
                     try:
                         with step_guard():
-                            results[step["name"]] = OPS[step["op"]].apply_candidate(operands, params)
+                            before = [_copy_of(o) for o in operands] if watch else ()
+                            result = OPS[step["op"]].apply_candidate(operands, params)
+                            if result is None or isinstance(result, (int, float, bool)) or (
+                                    isinstance(result, torch.Tensor) and not isinstance(result, self.cls)):
+                                raise NotATensor(_what(result), self.cls.__name__)
+                            results[step["name"]] = result
+                            for slot, (operand, copy) in enumerate(zip(operands, before)):
+                                if copy is not None and _changed(operand, copy):
+                                    reply.setdefault("mutated", []).append({"step": step["name"], "slot": slot})
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
                 self.tripwires.check_held()  # integrity: tracked tensors held between forward and backward
@@ -276,6 +291,13 @@ class Evaluator:
             with self.guarded():
                 after = (x * x).sum()
             facts["after_requires_grad"] = requires_grad_of(after)
+            with self.guarded():
+                with no_grad():
+                    with no_grad():
+                        pass
+                    inner = x * x  # still inside the outer block
+            facts["nested_requires_grad"] = requires_grad_of(inner)
+            del inner
             try:
                 with self.guarded():
                     with no_grad():
@@ -382,6 +404,37 @@ class _Failed(Exception):
         super().__init__(where)
         self.where, self.exc = where, exc
 
+
+
+NUMBER_OPS = ("add", "mul", "sub", "div")
+"""Ops whose operands may be Python numbers, each probed on its own in the hello."""
+
+WATCHED_STEPS = 64
+"""Graphs up to this many steps have each step's operands compared before and after it runs."""
+
+
+class NotATensor(TypeError):
+    """An op of the candidate's returned something that is not one of its tensors (a missing ``return``)."""
+
+    def __init__(self, returned: str, class_name: str) -> None:
+        super().__init__(f"it returned {returned}, not a {class_name}")
+        self.returned = returned
+
+
+def _what(value: Any) -> str:
+    return "None" if value is None else f"a plain {type(value).__name__}"
+
+
+def _copy_of(operand: Any) -> Any:
+    """What an operand's values are now, or None when it has none to compare (a number, index tensor)."""
+    data = getattr(operand, "data", None) if not isinstance(operand, torch.Tensor) else None
+    return data.detach().clone() if isinstance(data, torch.Tensor) else None
+
+
+def _changed(operand: Any, copy: torch.Tensor) -> bool:
+    data = getattr(operand, "data", None)
+    return not (isinstance(data, torch.Tensor) and data.shape == copy.shape and data.dtype == copy.dtype
+                and bool(torch.equal(data, copy)))
 
 
 # ---- process entry ----------------------------------------------------------------

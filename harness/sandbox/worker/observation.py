@@ -56,6 +56,9 @@ def error_facts(where: str, exc: BaseException, nodes: dict[int, str] | None = N
     frames = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb[-4:]]
     error: dict[str, Any] = {"where": where, "type": type(exc).__name__, "message": str(exc)[:2000],
                              "frames": frames}
+    returned = getattr(exc, "returned", None)
+    if isinstance(returned, str):  # an op's result that is not a tensor: what it was, as a fact
+        error["returned"] = returned[:40]
     own = [f for f in tb if SUBMISSION_FILE and f.filename == SUBMISSION_FILE[0]]
     if own:
         error["line"] = own[-1].lineno

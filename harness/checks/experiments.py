@@ -1,0 +1,94 @@
+"""Experiments: small graphs that tell apart the causes a grade's failures leave open.
+
+The checks ask "is the engine right?"; the diagnosis needs "which mistake is it?". Two bugs can
+fail the same check (gradients overwritten, or nodes visited in discovery order) and differ
+elsewhere: a leaf used twice by one op, an intermediate reached through paths of different
+depth, a tree against a diamond, a constant operand, the default seed's dtype. When a grade has
+failures, these graphs run on the engine too, in the same sandbox, and each cause the diagnosis
+considers is held to them: what its replay predicts (pass or fail) against what the engine did.
+They score nothing and appear in the report only as the probes that decided a root cause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from harness.checks.builders import program, tensor
+from harness.checks.context import CandidateError, CandidateTimeout, Context, judge
+from harness.checks.observation import Observation
+from harness.program import Outcome, Program
+
+__all__ = ["Experiment", "EXPERIMENTS", "run_experiments"]
+
+_X = tensor([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]])
+_W = tensor([[2.0, -1.0, 0.5], [-0.5, 1.5, 3.0]])
+_U = tensor([[0.5, 1.0, -2.0], [1.0, -1.0, 2.0]])
+_V = tensor([[-1.0, 2.0, 1.0], [0.5, 0.5, -3.0]])
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One discriminating graph, and what the engine did with it."""
+
+    name: str
+    """What it isolates, as a reader would say it: "a leaf used twice by one op"."""
+    program: Program
+    observation: Observation | None
+    expected: Outcome
+    passed: bool
+
+
+def _graphs() -> list[tuple[str, frozenset[str], Program]]:
+    """(name, the members it needs, graph): each isolates one way an engine's bookkeeping can go wrong."""
+    leaf = {"x": (_X, True)}
+    two = {"x": (_X, True), "w": (_W, True)}
+    four = {"x": (_X, True), "w": (_W, True), "u": (_U, True), "v": (_V, True)}
+    return [
+        ("a leaf used twice by one op (x + x)", frozenset({"__add__", "sum"}),
+         program(leaf, [("a", "add", ["x", "x"]), ("y", "sum", ["a"])])),
+        ("a leaf used twice by one op (x * x)", frozenset({"__mul__", "sum"}),
+         program(leaf, [("a", "mul", ["x", "x"]), ("y", "sum", ["a"])])),
+        ("a leaf used by two different ops", frozenset({"__add__", "__mul__", "sum"}),
+         program(two, [("a", "mul", ["x", "w"]), ("b", "add", ["x", "w"]), ("c", "add", ["a", "b"]),
+                       ("y", "sum", ["c"])])),
+        ("a tree: no value used twice", frozenset({"__add__", "__mul__", "sum"}),
+         program(four, [("a", "mul", ["x", "w"]), ("b", "add", ["u", "v"]), ("c", "mul", ["a", "b"]),
+                        ("y", "sum", ["c"])])),
+        ("a diamond: an intermediate used by two ops", frozenset({"__add__", "__mul__", "sum"}),
+         program(four, [("h", "mul", ["x", "w"]), ("a", "mul", ["h", "u"]), ("b", "add", ["h", "v"]),
+                        ("c", "add", ["a", "b"]), ("y", "sum", ["c"])])),
+        ("an intermediate reached through paths of different depth", frozenset({"__add__", "__mul__", "sum"}),
+         program({"x": (_X, True), "w": (_W, True), "u": (_U, True)},
+                 [("h", "mul", ["x", "w"]), ("g", "mul", ["h", "u"]), ("k", "mul", ["g", "u"]),
+                  ("c", "add", ["k", "h"]), ("y", "sum", ["c"])])),
+        ("an operand that does not require grad", frozenset({"__mul__", "sum"}),
+         program({"x": (_X, True), "c": (_W, False)}, [("a", "mul", ["x", "c"]), ("y", "sum", ["a"])])),
+        ("two backward passes over fresh graphs", frozenset({"__mul__", "sum"}),
+         program(two, [("a", "mul", ["x", "w"]), ("y", "sum", ["a"])], passes=2)),
+        ("the seed of backward(): sum alone", frozenset({"sum"}),
+         program(leaf, [("y", "sum", ["x"])])),
+    ]
+
+
+EXPERIMENTS: Final[list[tuple[str, frozenset[str], Program]]] = _graphs()
+
+EXPERIMENT_TIMEOUT: Final = 10.0
+
+
+def run_experiments(ctx: Context, members: frozenset[str]) -> list[Experiment]:
+    """Every experiment the engine's members allow, run in one request; none when the engine cannot run them
+    (an exception or a hang here is the checks' concern, which saw it first)."""
+    chosen = [(name, p) for name, needs, p in EXPERIMENTS if needs <= members and "backward" in members]
+    if not chosen:
+        return []
+    try:
+        observations = ctx.run_many([p for _, p in chosen], timeout=EXPERIMENT_TIMEOUT)
+    except (CandidateError, CandidateTimeout):
+        return []
+    done = []
+    for (name, p), obs in zip(chosen, observations):
+        expected = p.run_torch()
+        verdict = judge(p, obs, expected, ("error", "values", "requires_grad", "grads", "none"))
+        done.append(Experiment(name, p, obs, expected, verdict is None))
+    return done
