@@ -66,7 +66,7 @@ _LATE_IMPORTS = (
     "harness.checks.saved_tensors", "harness.checks.ties", "harness.specs.as_checks",
     "harness.checks.examples", "harness.specs", "harness.checks.snippets",
     "harness.diagnosis.causes", "harness.diagnosis.matching", "harness.diagnosis.mutants", "reference.engine",
-    "harness.checks.probes", "harness.checks.run", "harness.checks.observation",
+    "harness.checks.probes", "harness.checks.run", "harness.checks.observation", "harness.checks.experiments",
     # What hypothesis and torch would otherwise import on first use, mid-grade:
     "numpy.random", "secrets", "hmac", "torch._subclasses.schema_check_mode",
 )

@@ -45,7 +45,7 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     lines = [*_import_lines(Path(submission), class_name), ""]
     budget = MAX_NUMBERS
     for leaf in program.leaves:
-        literal = _tensor_literal(leaf.value)
+        literal = tensor_literal(leaf.value)
         if leaf.value.numel() > 16 and leaf.recipe is not None and leaf.value.numel() > budget // 4:
             literal = leaf.recipe
         else:
@@ -58,7 +58,7 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     body = [f"{s.name} = {s.spec.render([a if isinstance(a, str) else repr(a) for a in s.args], s.param_dict())}"
             for s in program.steps]
     if program.output_requires_grad():
-        upstream = "" if program.upstream is None else _tensor_literal(program.upstream)
+        upstream = "" if program.upstream is None else tensor_literal(program.upstream)
         if program.upstream is not None and program.upstream.numel() > 16 and program.upstream_recipe:
             upstream = program.upstream_recipe
         body.append(f"{program.output}.backward({upstream})")
@@ -133,7 +133,7 @@ def _compare_lines(what: str, got: torch.Tensor | None, want: torch.Tensor | Non
     scale = max(1.0, float(want.abs().max())) if want.numel() and bool(torch.isfinite(want).all()) else 1.0
     atol = tol.atol * scale
     if want.numel() <= _INLINE_EXPECTED:
-        lines.append(f"expected = {_tensor_literal(want)}")
+        lines.append(f"expected = {tensor_literal(want)}")
         lines.append(f"assert torch.allclose({what}.double(), expected, rtol={tol.rtol!r}, atol={atol!r}), "
                      f"f'{what} = {{{what}}}, expected {{expected}}'")
         return lines
@@ -150,7 +150,7 @@ def _compare_lines(what: str, got: torch.Tensor | None, want: torch.Tensor | Non
     return lines
 
 
-def _tensor_literal(t: torch.Tensor) -> str:
+def tensor_literal(t: torch.Tensor) -> str:
     dtype = str(t.dtype).removeprefix("torch.")
     return f"torch.tensor({_literal(t.tolist(), t.is_floating_point())}, dtype=torch.{dtype})"
 

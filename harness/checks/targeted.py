@@ -15,7 +15,7 @@ import torch
 from harness.checks.builders import program as _program, tensor as _t
 from harness.checks.context import CandidateError, Context, Evidence, Failed, Observation, describe_error, judge
 from harness.checks.registry import check
-from harness.checks.snippets import reproduce
+from harness.checks.snippets import reproduce, tensor_literal
 from harness.checks.timing import (GROWTH_WIDTHS, every_path, measure_growth, stacked_diamonds, verify_wide,
                                    wide_graph)
 from harness.compare import compare, tolerance_for
@@ -264,8 +264,12 @@ def inputs_unchanged(ctx: Context) -> None:
             errors.append((p, obs.error))
         changed = [name for name, same in obs.leaf_data_unchanged.items() if not same]
         if changed:
+            given = {leaf.name: leaf.value for leaf in p.leaves}
+            asserting = [f"assert torch.equal({name}.data, {tensor_literal(given[name])}), "
+                         f"f'{name}.data changed during forward/backward: {{{name}.data}}'" for name in changed]
             raise Failed(f"the .data of {', '.join(changed)} changed during forward/backward of {p.expression()}",
-                         reason="input_changed", graph=p.expression(), snippet=reproduce(p, ctx.path, ctx.class_name))
+                         reason="input_changed", graph=p.expression(),
+                         snippet=reproduce(p, ctx.path, ctx.class_name, asserting=asserting))
     if len(errors) == len(programs):
         p, error = errors[0]
         raise CandidateError(f"no graph ran to the end, so nothing shows the inputs are left alone: "

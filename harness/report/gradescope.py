@@ -157,7 +157,7 @@ def gradescope_output(report: Report, decided: Decided | None = None) -> str:
         lines += ["", "Fix first"]
         for i, cause in enumerate(causes, 1):
             checks = list(cause.checks)
-            lines.append(f"{i}. {cause.name} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
+            lines.append(f"{i}. {cause.title} ({len(checks)} failing check{'s' if len(checks) != 1 else ''})")
             if cause.explanation:
                 lines.append(f"   {cause.explanation}")
             if cause.hint:
