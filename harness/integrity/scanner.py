@@ -15,6 +15,7 @@ from harness.integrity.allowlist import (AUTOGRAD_ATTRIBUTES, DUNDER_WALKS, FRAM
 from harness.integrity.canonical import canonical
 from harness.integrity.facts import Facts
 from harness.integrity.findings import Found
+from harness.integrity.live_code import binds
 from harness.integrity.resolver import Resolver
 
 __all__ = ["scan_tree"]
@@ -34,6 +35,23 @@ def _construct(node: ast.AST) -> str:
     except Exception:  # a node unparse cannot render is still flagged, by its kind
         text = type(node).__name__
     return text if len(text) <= _CONSTRUCT_CHARS else text[:_CONSTRUCT_CHARS - 3] + "..."
+
+
+def _binding(node: ast.AST) -> str | None:
+    """A binding node as a person reads it: ``import pi as __name__``, ``def __name__``, ``case __name__``."""
+    if isinstance(node, ast.alias):
+        return f"import {node.name} as {node.asname}" if node.asname else f"import {node.name}"
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"def {node.name}"
+    if isinstance(node, ast.ClassDef):
+        return f"class {node.name}"
+    if isinstance(node, ast.arg):
+        return f"argument {node.arg}"
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return f"case {node.name}"
+    if isinstance(node, ast.ExceptHandler):
+        return f"except ... as {node.name}"
+    return None
 
 
 # ---- the scan ---------------------------------------------------------------------------------------
@@ -56,10 +74,8 @@ class _Scanner(ast.NodeVisitor):
         """Callees whose name is judged with its call (``x.requires_grad_(False)`` is fine)."""
 
     def run(self, tree: ast.Module) -> None:
-        if not self.facts.trusted_main:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
-                    self.review(node, WHY["main_name"])
+        for node in binds(tree, "__name__"):  # in any binding form: the self-test block is scanned, and a person reads why
+            self.review(node, WHY["main_name"], _binding(node))
         self.visit(tree)
 
     # -- recording --
