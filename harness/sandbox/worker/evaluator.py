@@ -62,6 +62,8 @@ class Evaluator:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         kind = request.get("kind")
         handler = getattr(self, f"do_{kind}", None)
+        if "variant" in request:  # --variant function: every node a torch op records is a formula not the submission's
+            self.guard.formulas = request.get("variant") == "function"
         if handler is None:
             return {"error": error_facts("request", ValueError(f"unknown request {kind!r}"))}
         reply = handler(request)
@@ -176,7 +178,7 @@ class Evaluator:
         return {}
 
     def _check_formulas(self) -> None:
-        for name in foreign_formulas(getattr(self.module, "__name__", ""))[:5]:
+        for name in foreign_formulas(getattr(self.module, "__name__", ""), self.tripwires.owns)[:5]:
             self.tripwires.flag(f"{FOREIGN_FORMULA} ({name})")
 
     def do_run_many(self, request: dict[str, Any]) -> dict[str, Any]:
