@@ -429,9 +429,23 @@ class _Scanner(ast.NodeVisitor):
                 self.violation(node, f"calls .{method}() on a torch tensor: torch's autograd")
         if receiver_is_tensor or any(p.startswith("torch.") for p in func_paths):
             for k in node.keywords:
-                if k.arg == "requires_grad" and not _literal_false(k.value):
+                asks = (k.arg == "requires_grad" and not _literal_false(k.value)) or (
+                    k.arg is None and self._unpacks_requires_grad(k.value))
+                if asks:
                     name = sorted(func_paths)[0] if func_paths else "a torch tensor method"
                     self.violation(node, f"creates a torch tensor with requires_grad=True ({name}): torch's autograd")
+
+    def _unpacks_requires_grad(self, value: ast.expr, depth: int = 0) -> bool:
+        """``**{"requires_grad": True}``, ``**dict(requires_grad=True)``, or a name bound only to one of them."""
+        if isinstance(value, ast.Dict):
+            return any(key is not None and "requires_grad" in (self.resolve.strings(key) or ()) and not _literal_false(v)
+                       for key, v in zip(value.keys, value.values))
+        if isinstance(value, ast.Call) and "builtins.dict" in self.resolve.paths(value.func):
+            return any(k.arg == "requires_grad" and not _literal_false(k.value) for k in value.keywords)
+        if isinstance(value, ast.Name) and depth < 3:
+            return any(b.kind == "expr" and self._unpacks_requires_grad(b.value, depth + 1)
+                       for b in self.facts.bindings_of(value))
+        return False
 
     def _method_of(self, func: ast.expr) -> tuple[ast.expr | None, frozenset[str]]:
         """The receiver and method name(s) of a call: ``x.m(...)``, or ``getattr(x, "m")(...)`` with a folded name."""

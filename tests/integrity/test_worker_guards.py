@@ -138,34 +138,33 @@ AUDITED = {
         import typing
         def names(a: "torch.autograd.grad"): pass
         typing.get_type_hints(names)
-        ''', "exec()", "seen at run time: builds or runs code at run time"),
+        ''', "exec()", "seen at run time: code was compiled or run from text"),
     "gc_referrers": ('''
         import gc
         gc.get_referrers(t)
-        ''', "gc.get_referrers()", "seen at run time: scans or reaches every live object"),
+        ''', "gc.get_referrers()", "seen at run time: the garbage collector was asked for live objects"),
     "laundered_through_torch": ('''
         import gc
         import torch.utils._pytree as pytree
         pytree.tree_map(gc.get_objects, [None])
-        ''', "gc.get_objects()", "seen at run time: scans or reaches every live object"),
+        ''', "gc.get_objects()", "seen at run time: the garbage collector was asked for live objects"),
     "late_import": ('''
         import pydoc
-        ''', "import pydoc", "seen at run time: a module outside the allowlist"),
+        ''', "import pydoc", "seen at run time: a module outside the allowlist was loaded (pydoc)"),
     "frames": ('''
         import sys
         sys._getframe(1)
-        ''', "sys._getframe()", "seen at run time: reads the frames of running code"),
+        ''', "sys._getframe()", "seen at run time: the frames of running code were read"),
     "open_file": ('''
         open("/proc/self/status").close()
-        ''', "open('/proc/self/status')", "seen at run time: opens a file"),
+        ''', "open('/proc/self/status')", "seen at run time: a file was opened"),
     "ctypes_memory": ('''
         import ctypes
         try:
             ctypes.c_long.from_address(id(t))
         except PermissionError:
             pass
-        ''', "ctypes.cdata()", "seen at run time: reads and writes the process's memory, where the grader's runtime "
-                               "checks live (refused)"),
+        ''', "ctypes.cdata()", "seen at run time: memory was read or written through ctypes (refused)"),
 }
 
 
