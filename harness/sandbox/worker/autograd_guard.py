@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import os
+import sys
 from typing import Any, Callable, Final, Iterator
 
 import torch
@@ -47,6 +49,12 @@ _GRAD_FN = torch._C.TensorBase.grad_fn.__get__
 _TensorBase = torch._C.TensorBase
 _COMPRESS, _REPEAT, _MAP = itertools.compress, itertools.repeat, map
 """Bound before the submission runs: replacing ``itertools.compress`` later cannot hide a tensor."""
+DECOMPOSED: Final = ("computed with torch's decompositions (torch._decomp), where torch writes its derivative "
+                     "formulas as Python")
+_getframe = sys._getframe
+_DECOMPOSITIONS: Final = os.path.join(os.path.dirname(torch.__file__), "_decomp") + os.sep
+"""Torch's decompositions, ``threshold_backward`` and the other backward formulas among them, as Python code
+that calls torch's ops: an op called from there is one of torch's formulas at work, not the submission's rule."""
 _PLAIN: set = set()
 """Torch functions seen and known not to be an entry into torch's autograd: the guard's fast path."""
 _MAX_PLAIN: Final = 5000
@@ -97,6 +105,8 @@ class AutogradGuard(TorchFunctionMode):
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if graph_nodes() != self.seq:
             self.flag(UNSEEN_GRAPH)
+        if _getframe(1).f_code.co_filename.startswith(_DECOMPOSITIONS):
+            self.flag(DECOMPOSED)
         if func not in _PLAIN:
             self._inspect_call(func, args, kwargs or {})
         try:

@@ -368,7 +368,7 @@ class Evaluator:
                         operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
                         results[step["name"]] = OPS[step["op"]].apply_candidate(operands, {})
                     out = results[wire["output"]]
-                    with self.guard.count(), counting_python_calls() as python:
+                    with self.guard.count(), counting_python_calls(self.tripwires.files) as python:
                         out.backward()
             except Exception as exc:
                 return {"error": error_facts("backward_cost", exc)}

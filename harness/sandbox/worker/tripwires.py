@@ -77,6 +77,11 @@ class Tripwires:
         self._ran: set[tuple[str, int]] = set()
         self._ran_new: list[tuple[str, int]] = []
 
+    @property
+    def files(self) -> set[str]:
+        """How the submission's code objects may name its file."""
+        return set(self._filenames)
+
     # ---- findings ----
 
     def flag(self, what: str) -> None:
