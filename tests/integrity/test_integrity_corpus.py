@@ -227,6 +227,7 @@ def test_a_resolved_autograd_call_in_code_that_never_ran_is_a_review_entry(sandb
                                                                                              (70, NOT_RUN)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["type_checking_alias.py", "main_match_capture.py", "function_torch_nodes.py",
                                   "allowed_names_node_call.py", "dataclass_factory_open.py"])
 def test_a_guard_switched_off_and_back_or_a_laundered_event_never_passes_the_bar(name, sandbox):
@@ -244,6 +245,7 @@ def test_a_guard_switched_off_and_back_or_a_laundered_event_never_passes_the_bar
 _SWITCHED: Final = "at run time: the submission disabled the grader's guard: "
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, expected", [
     # __exit__ of the grader's own mode (line 21), put back with __enter__ in the same call
     ("mode_exit_method.py", f"{_SWITCHED}it took its torch-function mode off the stack (line 21)"),

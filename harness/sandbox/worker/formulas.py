@@ -46,8 +46,15 @@ def foreign_node(node: Any) -> str | None:
 
 
 def _is_node_type(kind: type) -> bool:
-    return issubclass(kind, _FunctionBase) or getattr(torch._C._functions, kind.__name__, None) is kind or (
-        kind.__module__ == "builtins" and hasattr(kind, "next_functions") and hasattr(kind, "register_prehook"))
+    """Whether ``kind`` is a class of graph nodes: torch's (C++) or a Function's. Node classes are plain ``type``s,
+    so nothing of another metaclass (the submission's) is asked anything."""
+    if type(kind) is not type:
+        return False
+    try:
+        return issubclass(kind, _FunctionBase) or getattr(torch._C._functions, kind.__name__, None) is kind or (
+            kind.__module__ == "builtins" and hasattr(kind, "next_functions") and hasattr(kind, "register_prehook"))
+    except Exception:  # a class torch itself cannot read is not evidence
+        return False
 
 
 def _tensor_nodes(tensor: Any) -> list[Any]:
@@ -67,11 +74,12 @@ def _held(value: Any, depth: int = 0) -> list[Any]:
     """Nodes a ``ctx`` attribute holds: itself, a tensor's, or in a container (two levels deep)."""
     if isinstance(value, _TensorBase):
         return _tensor_nodes(value)
-    if depth < 2 and isinstance(value, (list, tuple, set, frozenset)):
+    kind = type(value)  # only the builtin containers themselves: a subclass's iteration is the submission's code
+    if depth < 2 and kind in (list, tuple, set, frozenset):
         return [node for item in list(value)[:64] for node in _held(item, depth + 1)]
-    if depth < 2 and isinstance(value, dict):
-        return [node for item in list(value.values())[:64] for node in _held(item, depth + 1)]
-    return [value] if _is_node_type(type(value)) else []
+    if depth < 2 and kind is dict:
+        return [node for item in list(dict.values(value))[:64] for node in _held(item, depth + 1)]
+    return [value] if _is_node_type(kind) else []
 
 
 def foreign_formulas(module_name: str, skip: Callable[[Any], bool] = lambda obj: False) -> list[str]:
@@ -113,7 +121,8 @@ def foreign_formulas(module_name: str, skip: Callable[[Any], bool] = lambda obj:
 
 def _kept_by(node: Any) -> list[Any]:
     kept = []
-    for value in list(getattr(node, "__dict__", {}).values())[:64]:
+    attributes = getattr(node, "__dict__", None)
+    for value in list(dict.values(attributes))[:64] if type(attributes) is dict else ():
         kept += _held(value)
     try:
         for tensor in node.saved_tensors:
