@@ -105,20 +105,19 @@ class AutogradGuard(TorchFunctionMode):
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if graph_nodes() != self.seq:
             self.flag(UNSEEN_GRAPH)
+            self.seq = graph_nodes()
         if _getframe(1).f_code.co_filename.startswith(_DECOMPOSITIONS):
             self.flag(DECOMPOSED)
         if func not in _PLAIN:
             self._inspect_call(func, args, kwargs or {})
-        try:
-            result = func(*args, **kwargs) if kwargs else func(*args)
-        finally:
-            self.seq = graph_nodes()
+        result = func(*args, **kwargs) if kwargs else func(*args)
         if isinstance(result, _TensorBase):
             try:
                 tracked = _REQUIRES_GRAD(result) or _GRAD_FN(result) is not None
             except Exception:  # a tensor torch itself cannot read is not evidence
                 tracked = False
-            if tracked:
+            if tracked:  # what this call recorded is seen here (an untracked result recorded nothing)
+                self.seq = graph_nodes()
                 self.flag(f"{getattr(func, '__qualname__', getattr(func, '__name__', ''))} returned a torch tensor "
                           "that requires grad")
                 if self.formulas and (name := foreign_node(_GRAD_FN(result))) is not None:
