@@ -65,32 +65,93 @@ def _bound_names(node: ast.AST) -> list[str]:
     return []
 
 
+_WATCHED_NAMES: Final = ("__name__", "TYPE_CHECKING", *_TYPING)
+_BINDERS: Final = frozenset({ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal,
+                             ast.arg, ast.MatchAs, ast.MatchStar, ast.MatchMapping, ast.ExceptHandler})
+"""Node types that bind a name (besides a stored or deleted ``Name``), whichever name it is."""
+
+
+class _Survey:
+    """What one walk of the tree says about the guards' names: every binding of them, the star imports, the
+    ``from`` import each alias belongs to, attribute writes, and the nodes that reach a namespace by name."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.bindings: dict[str, list[ast.AST]] = {name: [] for name in _WATCHED_NAMES}
+        self.stars: list[ast.ImportFrom] = []
+        self.parents: dict[int, ast.ImportFrom] = {}
+        self.written: set[str] = set()
+        """Attribute names stored or deleted, or set by ``setattr``/``delattr`` with a literal name."""
+        self.computed_setattr = False
+        """``setattr``/``delattr`` with a name computed at run time on something not the file's own class."""
+        self.lookups: list[ast.AST] = []
+        classes = {"self", "cls"}
+        setattrs: list[ast.Call] = []
+        bindings = self.bindings
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind is ast.Name:
+                if node.id in bindings and type(node.ctx) is not ast.Load:
+                    bindings[node.id].append(node)
+            elif kind is ast.Attribute:
+                if type(node.ctx) is not ast.Load:
+                    self.written.add(node.attr)
+                elif node.attr in _NAMESPACE_ATTRIBUTES:
+                    self.lookups.append(node)
+            elif kind is ast.Call:
+                func = node.func
+                name = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else None
+                if name in _NAME_LOOKUPS:
+                    self.lookups.append(node)
+                elif name in ("setattr", "delattr") and type(func) is ast.Name and len(node.args) >= 2:
+                    setattrs.append(node)
+            elif kind is ast.ImportFrom:
+                for alias in node.names:
+                    self.parents[id(alias)] = node
+                if any(a.name == "*" for a in node.names):
+                    self.stars.append(node)
+            elif kind in _BINDERS:
+                if kind is ast.ClassDef:
+                    classes.add(node.name)
+                for name in _bound_names(node):
+                    if name in bindings:
+                        bindings[name].append(node)
+        for call in setattrs:
+            name, receiver = call.args[1], call.args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                self.written.add(name.value)
+            elif not (isinstance(receiver, ast.Name) and receiver.id in classes):
+                self.computed_setattr = True
+
+    def binds(self, name: str) -> list[ast.AST]:
+        """Every node that binds ``name``, star imports included where they may bind it: a dunder only from a
+        module outside the allowlist (whose ``__all__`` may list it), any other name from any module but typing
+        (whose star import binds ``TYPE_CHECKING`` to False)."""
+        stars = [node for node in self.stars if node.level or (
+            (node.module or "") not in ALLOWED_MODULES if name.startswith("__") else node.module not in _TYPING)]
+        return self.bindings[name] + stars
+
+    def writes(self, attr: str) -> bool:
+        return attr in self.written or self.computed_setattr
+
+    def looks_names_up(self, outside: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+        return any(id(node) not in outside for node in self.lookups)
+
+
 def binds(tree: ast.AST, name: str) -> list[ast.AST]:
-    """Every node of ``tree`` that binds ``name``, star imports included where they may bind it: a dunder
-    only from a module outside the allowlist (whose ``__all__`` may list it), any other name from any
-    module but typing (whose star import binds ``TYPE_CHECKING`` to False)."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            module = node.module or ""
-            if node.level or (module not in ALLOWED_MODULES if name.startswith("__") else module not in _TYPING):
-                found.append(node)
-            continue
-        if name in _bound_names(node):
-            found.append(node)
-    return found
+    """Every node of ``tree`` that binds ``name`` (one of the guards' names), in any binding form."""
+    return _Survey(tree).binds(name)
 
 
-def _typing_guards(tree: ast.Module) -> tuple[bool, frozenset[str]]:
+def _typing_guards(survey: _Survey) -> tuple[bool, frozenset[str]]:
     """Whether ``TYPE_CHECKING`` and ``typing.TYPE_CHECKING`` have typing's meaning in this file.
 
     The name must be imported from ``typing`` (a name never imported would be looked up in
     builtins, which a file can fill) and bound nowhere else; ``typing`` must be the module,
     imported as itself and bound nowhere else; and no code may write the attribute.
     """
-    if _writes_attribute(tree, "TYPE_CHECKING") or _looks_names_up(tree, set()):
+    if survey.writes("TYPE_CHECKING") or survey.looks_names_up():
         return False, frozenset()
-    parents = {id(alias): node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    parents = survey.parents
 
     def from_typing(node: ast.AST) -> bool:
         parent = parents.get(id(node))
@@ -101,42 +162,25 @@ def _typing_guards(tree: ast.Module) -> tuple[bool, frozenset[str]]:
         return (isinstance(node, ast.alias) and id(node) not in parents and node.name.split(".")[0] == module
                 and node.asname in (None, module))
 
-    name_bindings = binds(tree, "TYPE_CHECKING")
-    star_typing = any(isinstance(node, ast.ImportFrom) and node.module in _TYPING and not node.level
-                      and any(a.name == "*" for a in node.names) for node in ast.walk(tree))
+    name_bindings = survey.binds("TYPE_CHECKING")
+    star_typing = any(node.module in _TYPING and not node.level for node in survey.stars)
     name_ok = (bool(name_bindings) or star_typing) and all(from_typing(node) for node in name_bindings)
     modules = frozenset(module for module in _TYPING
-                        if (found := binds(tree, module)) and all(typing_module(node, module) for node in found))
+                        if (found := survey.binds(module)) and all(typing_module(node, module) for node in found))
     return name_ok, modules
 
 
-def _writes_attribute(tree: ast.Module, attr: str) -> bool:
-    """An attribute ``attr`` stored or deleted anywhere, or ``setattr``/``delattr`` with that name, or with a
-    name computed at run time on anything but the file's own classes (which no module is)."""
-    classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)} | {"self", "cls"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == attr and not isinstance(node.ctx, ast.Load):
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
-                and len(node.args) >= 2:
-            name, receiver = node.args[1], node.args[0]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                if name.value == attr:
-                    return True
-            elif not (isinstance(receiver, ast.Name) and receiver.id in classes):
-                return True
-    return False
-
-
-def skipped_blocks(tree: ast.Module) -> tuple[set[int], bool]:
-    """Ids of statements that never run at import, and whether the ``__main__`` guard can be trusted.
+def skipped_blocks(tree: ast.Module) -> tuple[set[int], bool, list[ast.AST]]:
+    """Ids of statements that never run at import, whether the ``__main__`` guard can be trusted, and the
+    nodes that bind ``__name__``.
 
     A guard that cannot be trusted (see the module's docstring) skips nothing: its block is
     scanned like everything else.
     """
-    trusted_main = not binds(tree, "__name__") and not _looks_names_up(tree, set()) \
-        and not _writes_attribute(tree, "__name__")
-    typing_name, typing_modules = _typing_guards(tree)
+    survey = _Survey(tree)
+    name_bindings = survey.binds("__name__")
+    trusted_main = not name_bindings and not survey.looks_names_up() and not survey.writes("__name__")
+    typing_name, typing_modules = _typing_guards(survey)
     skipped: set[int] = set()
     main_blocks: list[ast.If] = []
     for node in tree.body:
@@ -145,11 +189,11 @@ def skipped_blocks(tree: ast.Module) -> tuple[set[int], bool]:
             skipped.update(id(stmt) for stmt in node.body)
             if _is_main_guard(node.test):
                 main_blocks.append(node)
-    skipped.update(id(d) for d in _self_test_only(tree, main_blocks))
-    return skipped, trusted_main
+    skipped.update(id(d) for d in _self_test_only(tree, main_blocks, survey))
+    return skipped, trusted_main, name_bindings
 
 
-def _self_test_only(tree: ast.Module, main_blocks: list[ast.If]) -> list[ast.stmt]:
+def _self_test_only(tree: ast.Module, main_blocks: list[ast.If], survey: _Survey) -> list[ast.stmt]:
     """Module-level functions and classes used only by the self-test (directly or through each other)."""
     defs: dict[str, ast.stmt] = {}
     duplicates: set[str] = set()
@@ -185,7 +229,7 @@ def _self_test_only(tree: ast.Module, main_blocks: list[ast.If]) -> list[ast.stm
                 record(n, node.name)
         else:
             record(node, "live")
-    if _looks_names_up(tree, main_ids):
+    if survey.looks_names_up(main_ids):
         return []  # a function may be reached by a name built at run time: nothing is the self-test's alone
     test_only = {name for name, where in users.items()
                  if where and name not in duplicates and name not in strings}
@@ -209,14 +253,9 @@ _NAMESPACE_ATTRIBUTES: Final = frozenset({"__dict__", "modules", "f_globals", "f
 """Attributes that reach a module's namespace (``sys.modules``, ``inspect.getmodule``, a function's globals)."""
 
 
-def _looks_names_up(tree: ast.Module, main_ids: set[int]) -> bool:
-    """Whether code outside the self-test reaches objects by names computed at run time."""
-    for n in ast.walk(tree):
-        if id(n) in main_ids:
-            continue
-        if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id in _NAME_LOOKUPS or
-                                        isinstance(n.func, ast.Attribute) and n.func.attr in _NAME_LOOKUPS):
-            return True
-        if isinstance(n, ast.Attribute) and n.attr in _NAMESPACE_ATTRIBUTES:
-            return True
-    return False
+def _reaches_namespace(n: ast.AST) -> bool:
+    """Whether ``n`` reaches objects by names computed at run time (a namespace, a module table, a frame)."""
+    if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id in _NAME_LOOKUPS or
+                                    isinstance(n.func, ast.Attribute) and n.func.attr in _NAME_LOOKUPS):
+        return True
+    return isinstance(n, ast.Attribute) and n.attr in _NAMESPACE_ATTRIBUTES

@@ -15,7 +15,6 @@ from harness.integrity.allowlist import (AUTOGRAD_ATTRIBUTES, DUNDER_WALKS, FRAM
 from harness.integrity.canonical import canonical
 from harness.integrity.facts import Facts
 from harness.integrity.findings import Found
-from harness.integrity.live_code import binds
 from harness.integrity.resolver import Resolver
 
 __all__ = ["scan_tree"]
@@ -74,7 +73,7 @@ class _Scanner(ast.NodeVisitor):
         """Callees whose name is judged with its call (``x.requires_grad_(False)`` is fine)."""
 
     def run(self, tree: ast.Module) -> None:
-        for node in binds(tree, "__name__"):  # in any binding form: the self-test block is scanned, and a person reads why
+        for node in self.facts.name_bindings:  # any binding form: the self-test block is scanned, and a person reads why
             self.review(node, WHY["main_name"], _binding(node))
         self.visit(tree)
 
