@@ -89,24 +89,42 @@ def install(report: Callable[[Switch, int | None], None], own: set[str], is_guar
     made; ``is_guard`` and ``is_hook`` recognise the grader's mode and saved-tensor hook.
     """
     watches: dict[str, Any] = {}
-    originals: dict[int, Any] = {}
-    for switch in SWITCHES:
-        module = sys.modules.get(switch.module)
-        original = getattr(module, switch.name, None)
+    for switch, places in _places().items():
+        original = getattr(sys.modules.get(switch.module), switch.name, None)
         if original is None:
             continue
         watch = _watch(original, switch, report, own, is_guard, is_hook)
         watches[f"{switch.module}.{switch.name}"] = watch
-        originals[id(original)] = watch
-    for name in ALIASES:
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        for key, value in list(vars(module).items()):
-            watch = originals.get(id(value))
-            if watch is not None:
+        for module_name, key in places:
+            module = sys.modules.get(module_name)
+            if module is not None and vars(module).get(key) is original:
                 setattr(module, key, watch)
     return watches
+
+
+_PLACES: dict[Switch, list[tuple[str, str]]] = {}
+
+
+def _places() -> dict[Switch, list[tuple[str, str]]]:
+    """Where torch keeps each switch, as (module, name) pairs: found once, in the process every worker is
+    forked from (looking through torch's namespaces takes milliseconds; each worker only puts its watches there)."""
+    if not _PLACES:
+        originals = {}
+        for switch in SWITCHES:
+            original = getattr(sys.modules.get(switch.module), switch.name, None)
+            if original is not None:
+                originals[id(original)] = switch
+                _PLACES[switch] = []
+        for name in ALIASES:
+            module = sys.modules.get(name)
+            for key, value in list(vars(module).items()) if module is not None else ():
+                switch = originals.get(id(value))
+                if switch is not None:
+                    _PLACES[switch].append((name, key))
+    return _PLACES
+
+
+_places()
 
 
 def _watch(original: Any, switch: Switch, report: Callable[[Switch, int | None], None], own: set[str],
