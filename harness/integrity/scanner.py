@@ -71,6 +71,9 @@ class _Scanner(ast.NodeVisitor):
         self.functions: list[ast.AST] = []
         self.calls_judged: set[int] = set()
         """Callees whose name is judged with its call (``x.requires_grad_(False)`` is fine)."""
+        self.pattern_reads: list[ast.expr] = []
+        """The reads a ``match`` pattern makes, written out as expressions; kept alive because the resolver
+        caches by node id."""
 
     def run(self, tree: ast.Module) -> None:
         for node in self.facts.name_bindings:  # any binding form: the self-test block is scanned, and a person reads why
@@ -228,6 +231,11 @@ class _Scanner(ast.NodeVisitor):
             self._visit_target(target.value)
 
     def _store(self, target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name) and target.id == "__match_args__" and value is not None:
+            # A class pattern's positional parts read the attributes this names, on whatever it matches.
+            for item in ast.walk(value):
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    self._name_checks(item, target, item.value, resolved=False)
         if isinstance(target, (ast.Tuple, ast.List)):
             for e in target.elts:
                 self._store(e, None)
@@ -311,6 +319,49 @@ class _Scanner(ast.NodeVisitor):
             if paths:
                 self.judge_paths(node, paths)
         self.generic_visit(node)
+
+    # -- match statements --
+
+    def visit_Match(self, node: ast.Match) -> None:
+        # ``case object(_C=c)`` reads ``subject._C`` and ``case {"k": v}`` reads ``subject["k"]``, with no
+        # attribute or subscript in the source: each read is judged as if written out, at the pattern's line.
+        self.generic_visit(node)
+        for case in node.cases:
+            self._pattern_reads(case.pattern, node.subject)
+
+    def _pattern_reads(self, pattern: ast.pattern | None, subject: ast.expr) -> None:
+        if isinstance(pattern, ast.MatchClass):
+            for attr, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+                read = self._pattern_read(ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), sub)
+                paths = self.resolve.paths(read)
+                if paths:
+                    self.judge_paths(read, paths)
+                self._name_checks(read, subject, attr, resolved=bool(paths))
+                self._pattern_reads(sub, read)
+            for i, sub in enumerate(pattern.patterns):  # attributes named by __match_args__, judged where it is set
+                self._pattern_reads(sub, self._pattern_read(
+                    ast.Subscript(value=subject, slice=ast.Constant(i), ctx=ast.Load()), sub))
+        elif isinstance(pattern, ast.MatchMapping):
+            for key, sub in zip(pattern.keys, pattern.patterns):
+                read = self._pattern_read(ast.Subscript(value=subject, slice=key, ctx=ast.Load()), sub)
+                paths = self.resolve.paths(read)
+                if paths:
+                    self.judge_paths(read, paths)
+                self._pattern_reads(sub, read)
+        elif isinstance(pattern, ast.MatchSequence):
+            for i, sub in enumerate(pattern.patterns):
+                self._pattern_reads(sub, self._pattern_read(
+                    ast.Subscript(value=subject, slice=ast.Constant(i), ctx=ast.Load()), sub))
+        elif isinstance(pattern, ast.MatchAs):
+            self._pattern_reads(pattern.pattern, subject)
+        elif isinstance(pattern, ast.MatchOr):
+            for sub in pattern.patterns:
+                self._pattern_reads(sub, subject)
+
+    def _pattern_read(self, read: ast.expr, where: ast.pattern) -> ast.expr:
+        ast.copy_location(read, where)
+        self.pattern_reads.append(read)
+        return read
 
     # -- calls --
 

@@ -288,6 +288,56 @@ def test_each_binding_of_name_is_a_review_entry_at_its_line():
                                     ReviewEntry(4, "import pi as __name__", WHY["main_name"]))
 
 
+@pytest.mark.parametrize("source, expected", [
+    # a class pattern's keywords are attribute reads of the subject, nested patterns read further
+    ("import torch\nmatch torch:\n    case object(_C=c):\n        pass\n",
+     ["line 3: uses torch._C: torch's C internals: torch-function modes are switched off and the autograd engine "
+      "lives there"]),
+    ("import torch\nmatch torch:\n    case object(autograd=object(grad=g)):\n        pass\n",
+     ["line 3: uses torch.autograd.grad: torch's autograd"]),  # the longest path a line names
+    ("import torch\nmatch [torch]:\n    case [object(autograd=a)] | (object(autograd=a),):\n        pass\n",
+     []),  # an item of a sequence is not resolved: the subject is a list the scan does not follow
+    ("import torch\nmatch torch.__dict__:\n    case {'_C': c}:\n        pass\n", ["line 3: uses torch._C: "
+     "torch's C internals: torch-function modes are switched off and the autograd engine lives there"]),
+])
+def test_a_match_pattern_reads_what_it_names(source, expected):
+    assert _violations(source) == expected
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f(w):\n    match w:\n        case object(__closure__=cells):\n            return cells\n",
+     [(3, "dunder")]),
+    ("def f(frame):\n    match frame:\n        case object(f_back=object(f_globals=g)):\n            return g\n",
+     [(3, "frames")]),  # one entry a line
+    ("class P:\n    __match_args__ = ('__closure__',)\n", [(2, "dunder")]),
+])
+def test_a_match_pattern_walking_internals_is_a_review_entry(source, expected):
+    assert _review(source) == expected
+
+
+def test_an_engine_that_dispatches_with_match_is_clean():
+    source = """
+        class Add:
+            __match_args__ = ("a", "b")
+
+            def __init__(self, a, b):
+                self.a, self.b = a, b
+
+        def grads(node, g):
+            match node:
+                case Add(a, b):
+                    return {a: g, b: g}
+                case {"op": "neg", "x": x}:
+                    return {x: -g}
+                case [first, *rest] | (first, *rest):
+                    return {first: g}
+                case object(requires_grad=False):
+                    return {}
+            return {}
+        """
+    assert (_violations(source), _review(source)) == ([], [])
+
+
 # ---- legitimate engines are clean ---------------------------------------------------------------------
 
 
