@@ -63,8 +63,9 @@ def python_paths(checkout: str | None = None) -> list[str]:
 
 
 def _grader_tree(path: str) -> bool:
-    """A checkout of this grader, or a package of one (an editable install of another copy)."""
-    return any(os.path.exists(os.path.join(top, "harness", "sandbox", "zone.py"))
+    """A checkout of this grader, or a package of one (an editable install of another copy, of any version)."""
+    return any(os.path.isdir(os.path.join(top, "harness", "sandbox"))
+               or os.path.isfile(os.path.join(top, "reference", "engine.py"))
                for top in (path, os.path.dirname(path)))
 
 

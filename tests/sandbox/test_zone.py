@@ -137,8 +137,25 @@ def test_replacing_anything_of_a_zone_module_in_the_worker_is_a_violation(sandbo
     assert any(f"{module}.{name} was replaced" in v for v in violations), violations
 
 
+def _grader_copies() -> list[Path]:
+    """Every copy of the grader this Python can see: this one, and any that a site-packages' ``.pth`` file or
+    editable install points to (another checkout installed in the same environment)."""
+    import site
+
+    from harness.sandbox.view import _installed_elsewhere
+
+    copies = {ROOT}
+    for folder in site.getsitepackages() + [site.getusersitepackages()]:
+        for target in _installed_elsewhere(folder):
+            top = Path(target).resolve()
+            top = top.parent if top.name in ("harness", "reference", "candidate_template") else top
+            if (top / "reference" / "engine.py").is_file():
+                copies.add(top)
+    return sorted(copies)
+
+
 def test_a_submission_searching_the_sandbox_finds_no_grader_file(sandbox, tmp_path):
-    targets = [str(ROOT / secret) for secret in SECRETS] + [str(ROOT / "specs" / "core")]
+    targets = [str(copy / secret) for copy in _grader_copies() for secret in SECRETS] + [str(ROOT / "specs" / "core")]
     worker = sandbox.spawn(searcher(tmp_path, targets))
     worker.kill()
     report = said(worker.output()["stdout"])
