@@ -14,6 +14,7 @@ from harness.integrity.allowlist import (AUTOGRAD_ATTRIBUTES, DUNDER_WALKS, FRAM
                                          classify_module, dangerous_builtin)
 from harness.integrity.canonical import canonical
 from harness.integrity.facts import Facts
+from harness.integrity.patterns import pattern_reads
 from harness.integrity.findings import Found
 from harness.integrity.resolver import Resolver
 
@@ -71,9 +72,7 @@ class _Scanner(ast.NodeVisitor):
         self.functions: list[ast.AST] = []
         self.calls_judged: set[int] = set()
         """Callees whose name is judged with its call (``x.requires_grad_(False)`` is fine)."""
-        self.pattern_reads: list[ast.expr] = []
-        """The reads a ``match`` pattern makes, written out as expressions; kept alive because the resolver
-        caches by node id."""
+        self.pattern_reads: list[ast.expr] = []  # a match pattern's reads, alive: the resolver caches by node id
 
     def run(self, tree: ast.Module) -> None:
         for node in self.facts.name_bindings:  # any binding form: the self-test block is scanned, and a person reads why
@@ -323,45 +322,16 @@ class _Scanner(ast.NodeVisitor):
     # -- match statements --
 
     def visit_Match(self, node: ast.Match) -> None:
-        # ``case object(_C=c)`` reads ``subject._C`` and ``case {"k": v}`` reads ``subject["k"]``, with no
-        # attribute or subscript in the source: each read is judged as if written out, at the pattern's line.
+        # A pattern reads attributes and items with no attribute or subscript in the source
+        # (``case object(_C=c)``): each read is judged as if written out, at the pattern's line.
         self.generic_visit(node)
-        for case in node.cases:
-            self._pattern_reads(case.pattern, node.subject)
-
-    def _pattern_reads(self, pattern: ast.pattern | None, subject: ast.expr) -> None:
-        if isinstance(pattern, ast.MatchClass):
-            for attr, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns):
-                read = self._pattern_read(ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), sub)
-                paths = self.resolve.paths(read)
-                if paths:
-                    self.judge_paths(read, paths)
-                self._name_checks(read, subject, attr, resolved=bool(paths))
-                self._pattern_reads(sub, read)
-            for i, sub in enumerate(pattern.patterns):  # attributes named by __match_args__, judged where it is set
-                self._pattern_reads(sub, self._pattern_read(
-                    ast.Subscript(value=subject, slice=ast.Constant(i), ctx=ast.Load()), sub))
-        elif isinstance(pattern, ast.MatchMapping):
-            for key, sub in zip(pattern.keys, pattern.patterns):
-                read = self._pattern_read(ast.Subscript(value=subject, slice=key, ctx=ast.Load()), sub)
-                paths = self.resolve.paths(read)
-                if paths:
-                    self.judge_paths(read, paths)
-                self._pattern_reads(sub, read)
-        elif isinstance(pattern, ast.MatchSequence):
-            for i, sub in enumerate(pattern.patterns):
-                self._pattern_reads(sub, self._pattern_read(
-                    ast.Subscript(value=subject, slice=ast.Constant(i), ctx=ast.Load()), sub))
-        elif isinstance(pattern, ast.MatchAs):
-            self._pattern_reads(pattern.pattern, subject)
-        elif isinstance(pattern, ast.MatchOr):
-            for sub in pattern.patterns:
-                self._pattern_reads(sub, subject)
-
-    def _pattern_read(self, read: ast.expr, where: ast.pattern) -> ast.expr:
-        ast.copy_location(read, where)
-        self.pattern_reads.append(read)
-        return read
+        for read in pattern_reads(node):
+            self.pattern_reads.append(read)
+            paths = self.resolve.paths(read)
+            if paths:
+                self.judge_paths(read, paths)
+            if isinstance(read, ast.Attribute):
+                self._name_checks(read, read.value, read.attr, resolved=bool(paths))
 
     # -- calls --
 
