@@ -150,9 +150,9 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
         """A standard-library frame as ``path:qualname``, its path relative to the library."""
         return f"{frame.f_code.co_filename[len(stdlib):]}:{frame.f_code.co_qualname}"
 
-    def owned(frame: Any) -> bool:
-        """The submission's file, or code run from text in its namespace (a dataclass's generated methods)."""
-        filename = frame.f_code.co_filename
+    def owned(frame: Any, filename: str) -> bool:
+        """The submission's file, or code run from text in its namespace (a dataclass's generated methods);
+        ``filename`` is the frame's code's (each read of ``f_code`` is an audit event of its own)."""
         return filename in own or (filename.startswith("<string") and frame.f_globals.get("__file__") in own)
 
     def exempted(event: str, args: tuple, passed: list[Any]) -> bool:
@@ -171,6 +171,10 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
     def attribute(event: str, args: tuple) -> tuple[bool, int | None, bool]:
         """(the submission's, its innermost line on the stack, whether an import runs inside the submission's call)."""
         frame = sys._getframe(3)  # past attribute, _judge and hook
+        # The line (and an import under way) matter for an event not the submission's only where _judge
+        # still weighs it (events no library needs, ctypes): for any other, the walk ends with the verdict
+        # (the grader's own guard reads a frame at every torch call; its stack is not walked for nothing).
+        wants_line = event in _NO_LIBRARY_NEEDS or event.startswith("ctypes.")
         passed: list[Any] = []
         actor: bool | None = None
         line = None
@@ -178,7 +182,7 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
         while frame is not None:
             filename = frame.f_code.co_filename
             frozen_import = filename.startswith("<frozen importlib")
-            mine = owned(frame)
+            mine = owned(frame, filename)
             if mine:
                 if line is None and filename in own:
                     line = frame.f_lineno
@@ -196,7 +200,7 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
                         actor = False  # a module importing what it needs
                 else:
                     actor = False  # torch's, numpy's or the grader's own code
-            if actor is not None and line is not None:
+            if actor is not None and (line is not None or not (actor or wants_line)):
                 break
             frame = frame.f_back
         if actor and exempted(event, args, passed):
@@ -228,8 +232,7 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
         on_stack = line is not None
         if on_stack and not ours and not importing and event in _NO_LIBRARY_NEEDS:
             ours = True  # called back from torch's or numpy's code (tree_map(gc.get_objects, ...)): still the file's
-        candidate_thread = threading.current_thread() is not main_thread
-        if event.startswith("ctypes.") and (on_stack or candidate_thread):
+        if event.startswith("ctypes.") and (on_stack or threading.current_thread() is not main_thread):
             blocked = event in RAW_MEMORY_EVENTS
             _note(_describe(event, args), SEEN["memory"] + (" (refused)" if blocked else ""), line)
             return blocked
