@@ -38,7 +38,7 @@ _ALLOWED_STATIC: Final = ("uses torch.autograd.Function:", "calls requires_grad_
 _ALLOWED_RUNTIME: Final = ("called torch's Tensor.backward", "called Tensor.requires_grad_",
                            "set requires_grad=True on a torch tensor", "returned a torch tensor that requires grad",
                            "torch's autograd engine ran a backward pass",
-                           "torch's autograd recorded a graph (it saved a tensor for backward)",
+                           "torch's autograd recorded a graph",
                            "the forward pass left torch tensors with autograd history alive for backward",
                            "torch tensors that require grad were left alive by the submission",
                            "carries torch autograd history")

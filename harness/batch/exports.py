@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.batch.decisions import load_decisions
-from harness.batch.similarity import matched_regions
+from harness.batch.similarity import code_of, matched_regions
 from harness.errors import HarnessError
 from harness.report.cohort import Cohort
 from harness.report.decisions import decided
@@ -41,7 +41,7 @@ def with_regions(pairs: Sequence[Mapping[str, Any]], sources: Mapping[str, str])
         pair = dict(pair)
         a, b = str(pair["a"]), str(pair["b"])
         if i < MAX_VIEWS and a in sources and b in sources:
-            regions = matched_regions(sources[a], sources[b])
+            regions = matched_regions(code_of(sources[a]), code_of(sources[b]))  # a notebook by its code cells
             pair["regions"] = {"a": [list(left) for left, _ in regions], "b": [list(right) for _, right in regions]}
         out.append(pair)
     return out
@@ -56,7 +56,7 @@ def write_exports(outdir: Path, reports: Mapping[str, Report], *, settings: Mapp
     outdir = Path(outdir)
     decisions = load_decisions(outdir)
     summary = summarise(reports, settings=settings, similarity=pairs, pending=pending, decisions=decisions)
-    shown = {sid: text for sid, text in sources.items()
+    shown = {sid: code_of(text) for sid, text in sources.items()
              if any(sid in (p["a"], p["b"]) for p in pairs[:MAX_VIEWS])}
     write_atomic(outdir / SOURCES_FILE, json.dumps({"sources": shown}, indent=1, ensure_ascii=False) + "\n")
     write_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n")

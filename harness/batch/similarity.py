@@ -13,9 +13,12 @@ found. Fingerprints of the candidate template are left out first, since every
 candidate starts from it.
 
 A pair's score is the share of the smaller submission's fingerprints found in the
-other: padding the larger one with anything at all cannot lower it. Input is
-bounded (``MAX_BYTES`` of source, ``MAX_TOKENS`` tokens), so one huge file cannot
-hold the batch up.
+other (padding the larger one cannot lower it), weighed by their sizes once the
+larger is more than ``FREE_RATIO`` times the smaller: a file made of many
+engines holds most of any engine's common idioms, and that is no sign it holds a
+copy. A notebook is compared by its code cells (``harness.notebooks``), so a copy
+handed in as a notebook is found too. Input is bounded (``MAX_BYTES`` of source,
+``MAX_TOKENS`` tokens), so one huge file cannot hold the batch up.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from collections import Counter
 from importlib import resources
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["fingerprint", "normalised_tokens", "placed_tokens", "matched_regions", "similar_pairs", "NGRAM", "WINDOW",
-           "THRESHOLD", "MAX_BYTES", "MAX_TOKENS"]
+from harness.notebooks import notebook_source
+
+__all__ = ["fingerprint", "normalised_tokens", "placed_tokens", "matched_regions", "similar_pairs", "pair_score",
+           "code_of", "NGRAM", "WINDOW", "THRESHOLD", "MAX_BYTES", "MAX_TOKENS", "FREE_RATIO"]
 
 NGRAM = 8
 """Tokens per k-gram: long enough that two unrelated engines share few, short enough to survive small edits."""
@@ -47,6 +52,9 @@ MAX_BYTES = 256 * 1024
 """Source compared, at most: a hand-written engine is a few kilobytes."""
 MAX_TOKENS = 60_000
 """Tokens compared per source, at most."""
+FREE_RATIO = 10
+"""A copy may sit in a file up to this many times its size at full score; beyond, the score is scaled by the
+ratio of sizes (a file twenty times larger scores at most one half against the smaller)."""
 _SKIP = {token.COMMENT, token.NL, token.NEWLINE, token.INDENT, token.DEDENT, token.ENCODING, token.ENDMARKER,
          token.TYPE_COMMENT}
 _FSTRING_START = getattr(token, "FSTRING_START", -1)
@@ -172,9 +180,19 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+def code_of(source: str) -> str:
+    """The Python a submission holds: a notebook's code cells, any other file as it is."""
+    if source.lstrip().startswith("{"):
+        try:
+            return notebook_source(source[:MAX_BYTES].encode("utf-8", errors="replace"))[0]
+        except ValueError:  # not a notebook after all: compared as the text it is
+            pass
+    return source
+
+
 def fingerprint(source: str, n: int = NGRAM, window: int = WINDOW) -> set[int]:
-    """The winnowed hashes of the normalised source's token k-grams."""
-    tokens = normalised_tokens(without_padding(source))
+    """The winnowed hashes of the normalised source's token k-grams (a notebook's: of its code cells)."""
+    tokens = normalised_tokens(without_padding(code_of(source)))
     hashes = [_hash(tokens[i:i + n]) for i in range(max(0, len(tokens) - n + 1))]
     if len(hashes) <= window:
         return set(hashes)
@@ -190,6 +208,15 @@ def _hash(gram: list[str]) -> int:
     return int.from_bytes(hashlib.blake2b(" ".join(gram).encode(), digest_size=8).digest(), "big")
 
 
+def pair_score(common: int, size_a: int, size_b: int) -> float:
+    """The share of the smaller one's fingerprints the other holds too, scaled by ``min(1, FREE_RATIO * smaller /
+    larger)``: both directions' containment count once the sizes are far apart."""
+    smaller, larger = sorted((size_a, size_b))
+    if smaller == 0:
+        return 0.0
+    return common / smaller * min(1.0, FREE_RATIO * smaller / larger)
+
+
 def _template() -> set[int]:
     try:
         return fingerprint(resources.files("candidate_template").joinpath("solution.py").read_text())
@@ -201,10 +228,9 @@ def similar_pairs(sources: Mapping[str, str], threshold: float = THRESHOLD,
                   base: Iterable[int] | None = None) -> list[dict[str, object]]:
     """Pairs ``{"a", "b", "score", "shared"}`` scoring >= ``threshold``, most alike first.
 
-    ``score`` is the share of the smaller submission's fingerprints that the other holds
-    too; ``shared`` counts them. ``base`` holds fingerprints to ignore (default: the
-    candidate template's). Uses an inverted index, so only pairs that share a
-    fingerprint are ever compared.
+    ``score`` is ``pair_score``; ``shared`` counts the fingerprints both hold. ``base`` holds
+    fingerprints to ignore (default: the candidate template's). Uses an inverted index, so
+    only pairs that share a fingerprint are ever compared.
     """
     ignored = set(_template() if base is None else base)
     prints = {sid: fingerprint(text) - ignored for sid, text in sources.items()}
@@ -218,10 +244,9 @@ def similar_pairs(sources: Mapping[str, str], threshold: float = THRESHOLD,
             shared[(a, b)] += 1
     pairs = []
     for (a, b), common in shared.items():
-        smaller = min(len(prints[a]), len(prints[b]))
-        if smaller < MIN_FINGERPRINTS:
+        if min(len(prints[a]), len(prints[b])) < MIN_FINGERPRINTS:
             continue
-        score = common / smaller
+        score = pair_score(common, len(prints[a]), len(prints[b]))
         if score >= threshold:
             pairs.append({"a": a, "b": b, "score": round(score, 3), "shared": common})
     pairs.sort(key=lambda p: (-p["score"], p["a"], p["b"]))

@@ -42,6 +42,9 @@ Flagged for review, by family (``WHY`` holds the sentence a report shows):
   names computed at run time, ``globals()``/``vars()``, assignments into
   modules, and autograd attribute names on objects that could not be resolved;
 * other_ad, unknown, relative: other autodiff libraries, any other module.
+
+A violation too: torch's derivative formulas themselves (its backward kernels, ``torch.nn.grad``),
+which compute gradients by rules that are not the submission's, without any autograd.
 """
 
 from __future__ import annotations
@@ -143,6 +146,7 @@ WHY: Final[dict[str, str]] = {
     "complex": ("complex numbers: an engine over real tensors has no use for them, complex-step differentiation "
                 "(one forward pass per input element) does"),
     "too_deep": "nested too deeply or too intricate for the scan to follow: nothing in the file was checked",
+    "formula": "torch's derivative formulas (its backward kernels): gradients that are not the submission's own rules",
 }
 
 _MODULE_FAMILIES: Final[dict[str, tuple[str, ...]]] = {
@@ -220,6 +224,8 @@ _TORCH_TOOLS: Final = frozenset({"jit", "fx", "compile", "export", "library", "o
                                  "profiler", "onnx", "backends", "cpp", "serialization", "storage", "compiler",
                                  "UntypedStorage", "TypedStorage", "monitor", "testing"})
 _TORCH_GRADIENT_UTILS: Final = frozenset({"torch.utils.checkpoint"})
+_TORCH_C_ALIASES: Final = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass"})
+"""Parts of ``torch._C`` torch also names at its top: judged as ``torch._C`` is."""
 
 
 def _family_of(module: str) -> str | None:
@@ -319,6 +325,10 @@ def _classify_torch(path: str, parts: list[str]) -> Classification | None:
     top = parts[1]
     if top in _TORCH_AUTOGRAD_TOP or path in _TORCH_GRADIENT_UTILS or path.startswith("torch.utils.checkpoint."):
         return "violation", WHY["autograd"]
+    if top in _TORCH_C_ALIASES:
+        return "violation", WHY["torch_c"]
+    if any("_backward" in part for part in parts[1:]) or parts[1:3] == ["nn", "grad"]:
+        return "violation", WHY["formula"]
     if top == "Tensor" or parts[1:3] in (["_C", "TensorBase"], ["_C", "_TensorBase"]):
         rest = parts[2:] if top == "Tensor" else parts[3:]
         member = rest[0] if rest else None

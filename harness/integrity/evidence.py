@@ -11,11 +11,14 @@ from typing import Any, Final
 
 from harness.integrity.scan import ReviewEntry
 
-__all__ = ["from_reply", "functions_run"]
+__all__ = ["from_reply", "functions_run", "RECORDED"]
 
 _MAX_ENTRIES: Final = 20
 _MAX_TEXT: Final = 300
 _MAX_DEPTH: Final = 6
+RECORDED: Final = ("torch's autograd recorded a graph (torch's own count of graph nodes, read by the worker's "
+                   "loop, moved after the submission was imported)")
+"""A count above zero: torch recorded a graph while the submission was graded, however it was hidden."""
 
 
 def from_reply(reply: dict[str, Any]) -> tuple[list[str], list[ReviewEntry]]:
@@ -24,6 +27,9 @@ def from_reply(reply: dict[str, Any]) -> tuple[list[str], list[ReviewEntry]]:
     for where in _autograd_values(reply):
         if where not in violations:
             violations.append(where)
+    nodes = reply.get("graph_nodes")
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0:
+        violations.append(RECORDED)
     review = []
     for entry in _list(reply.get("review"))[:_MAX_ENTRIES]:
         if isinstance(entry, dict) and isinstance(entry.get("construct"), str) and isinstance(entry.get("why"), str):

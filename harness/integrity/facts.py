@@ -32,7 +32,7 @@ class Facts:
     def __init__(self, tree: ast.Module, outer: Facts | None = None) -> None:
         self.outer = outer
         """The file's facts, when this is code handed to exec(): its names are the file's module names."""
-        self.skipped, self.trusted_main = skipped_blocks(tree)
+        self.skipped, self.trusted_main, self.name_bindings = skipped_blocks(tree)
         self.future_annotations = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
                                       and any(a.name == "annotations" for a in n.names) for n in tree.body)
         self.names: dict[str, list[Binding]] = {}

@@ -15,10 +15,12 @@ says what each path is. Two verdicts come out, never confused:
   attribute names of torch's autograd on objects the scan could not resolve.
 
 Not scanned: code under ``if __name__ == "__main__":`` (the candidate's own
-self-test; functions called only from there too), ``if TYPE_CHECKING:``
-blocks, annotations under ``from __future__ import annotations``, comments and
-strings (except constant strings handed to ``exec``/``eval``, which are
-scanned as code). The runtime tripwires (``harness.sandbox.worker.tripwires``) see
+self-test; functions called only from there too) and ``if TYPE_CHECKING:``
+blocks, while their guards provably have their standard meaning (nothing
+rebinds ``__name__`` or ``TYPE_CHECKING`` in any binding form,
+``harness.integrity.live_code``), annotations under ``from __future__ import
+annotations``, comments and strings (except constant strings handed to
+``exec``/``eval``, which are scanned as code). The runtime tripwires (``harness.sandbox.worker.tripwires``) see
 what no reading of the source can.
 """
 

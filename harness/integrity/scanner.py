@@ -14,6 +14,7 @@ from harness.integrity.allowlist import (AUTOGRAD_ATTRIBUTES, DUNDER_WALKS, FRAM
                                          classify_module, dangerous_builtin)
 from harness.integrity.canonical import canonical
 from harness.integrity.facts import Facts
+from harness.integrity.patterns import pattern_reads
 from harness.integrity.findings import Found
 from harness.integrity.resolver import Resolver
 
@@ -36,6 +37,23 @@ def _construct(node: ast.AST) -> str:
     return text if len(text) <= _CONSTRUCT_CHARS else text[:_CONSTRUCT_CHARS - 3] + "..."
 
 
+def _binding(node: ast.AST) -> str | None:
+    """A binding node as a person reads it: ``import pi as __name__``, ``def __name__``, ``case __name__``."""
+    if isinstance(node, ast.alias):
+        return f"import {node.name} as {node.asname}" if node.asname else f"import {node.name}"
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"def {node.name}"
+    if isinstance(node, ast.ClassDef):
+        return f"class {node.name}"
+    if isinstance(node, ast.arg):
+        return f"argument {node.arg}"
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return f"case {node.name}"
+    if isinstance(node, ast.ExceptHandler):
+        return f"except ... as {node.name}"
+    return None
+
+
 # ---- the scan ---------------------------------------------------------------------------------------
 
 
@@ -54,12 +72,11 @@ class _Scanner(ast.NodeVisitor):
         self.functions: list[ast.AST] = []
         self.calls_judged: set[int] = set()
         """Callees whose name is judged with its call (``x.requires_grad_(False)`` is fine)."""
+        self.pattern_reads: list[ast.expr] = []  # a match pattern's reads, alive: the resolver caches by node id
 
     def run(self, tree: ast.Module) -> None:
-        if not self.facts.trusted_main:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
-                    self.review(node, WHY["main_name"])
+        for node in self.facts.name_bindings:  # any binding form: the self-test block is scanned, and a person reads why
+            self.review(node, WHY["main_name"], _binding(node))
         self.visit(tree)
 
     # -- recording --
@@ -213,6 +230,11 @@ class _Scanner(ast.NodeVisitor):
             self._visit_target(target.value)
 
     def _store(self, target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name) and target.id == "__match_args__" and value is not None:
+            # A class pattern's positional parts read the attributes this names, on whatever it matches.
+            for item in ast.walk(value):
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    self._name_checks(item, target, item.value, resolved=False)
         if isinstance(target, (ast.Tuple, ast.List)):
             for e in target.elts:
                 self._store(e, None)
@@ -296,6 +318,20 @@ class _Scanner(ast.NodeVisitor):
             if paths:
                 self.judge_paths(node, paths)
         self.generic_visit(node)
+
+    # -- match statements --
+
+    def visit_Match(self, node: ast.Match) -> None:
+        # A pattern reads attributes and items with no attribute or subscript in the source
+        # (``case object(_C=c)``): each read is judged as if written out, at the pattern's line.
+        self.generic_visit(node)
+        for read in pattern_reads(node):
+            self.pattern_reads.append(read)
+            paths = self.resolve.paths(read)
+            if paths:
+                self.judge_paths(read, paths)
+            if isinstance(read, ast.Attribute):
+                self._name_checks(read, read.value, read.attr, resolved=bool(paths))
 
     # -- calls --
 
@@ -413,9 +449,23 @@ class _Scanner(ast.NodeVisitor):
                 self.violation(node, f"calls .{method}() on a torch tensor: torch's autograd")
         if receiver_is_tensor or any(p.startswith("torch.") for p in func_paths):
             for k in node.keywords:
-                if k.arg == "requires_grad" and not _literal_false(k.value):
+                asks = (k.arg == "requires_grad" and not _literal_false(k.value)) or (
+                    k.arg is None and self._unpacks_requires_grad(k.value))
+                if asks:
                     name = sorted(func_paths)[0] if func_paths else "a torch tensor method"
                     self.violation(node, f"creates a torch tensor with requires_grad=True ({name}): torch's autograd")
+
+    def _unpacks_requires_grad(self, value: ast.expr, depth: int = 0) -> bool:
+        """``**{"requires_grad": True}``, ``**dict(requires_grad=True)``, or a name bound only to one of them."""
+        if isinstance(value, ast.Dict):
+            return any(key is not None and "requires_grad" in (self.resolve.strings(key) or ()) and not _literal_false(v)
+                       for key, v in zip(value.keys, value.values))
+        if isinstance(value, ast.Call) and "builtins.dict" in self.resolve.paths(value.func):
+            return any(k.arg == "requires_grad" and not _literal_false(k.value) for k in value.keywords)
+        if isinstance(value, ast.Name) and depth < 3:
+            return any(b.kind == "expr" and self._unpacks_requires_grad(b.value, depth + 1)
+                       for b in self.facts.bindings_of(value))
+        return False
 
     def _method_of(self, func: ast.expr) -> tuple[ast.expr | None, frozenset[str]]:
         """The receiver and method name(s) of a call: ``x.m(...)``, or ``getattr(x, "m")(...)`` with a folded name."""

@@ -174,13 +174,17 @@ _REVIEW: Final = _list(_record({"construct": _text(MAX_TEXT), "why": _text(MAX_T
 
 _HELLO: Final = _either(
     _record({"kind": _literal("ready"), "has_class": _boolean, "violations": _VIOLATIONS},
-            {"members": _list(_text(MAX_NAME), 200), "features": _mapping(_boolean, 50), "review": _REVIEW}),
-    _record({"kind": _literal("import_error"), "error": _ERROR}, {"violations": _VIOLATIONS, "review": _REVIEW}),
+            {"members": _list(_text(MAX_NAME), 200), "features": _mapping(_boolean, 50), "review": _REVIEW,
+             "graph_nodes": _count}),
+    _record({"kind": _literal("import_error"), "error": _ERROR},
+            {"violations": _VIOLATIONS, "review": _REVIEW, "graph_nodes": _count}),
 )
 
 _RAN: Final = _list(_list(_either(_text(MAX_NAME), _count), 2), 2000)
 """The submission's functions that ran since the last reply, as ``[name, first line]``."""
-_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW, "ran": _RAN}
+_COMMON: Final = {"violations": _VIOLATIONS, "error": _ERROR, "review": _REVIEW, "ran": _RAN, "graph_nodes": _count}
+"""``graph_nodes``: how many graph nodes torch's autograd recorded in the worker's main thread since the
+submission was imported (read from torch by the worker's own loop, which the submission never calls)."""
 
 _REPLIES: Final[dict[str, Validator]] = {
     "run": _record({}, {**_COMMON, "values": _mapping(_OBSERVED), "requires_grad": _mapping(_FLAG),

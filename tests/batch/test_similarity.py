@@ -2,12 +2,13 @@
 the input is bounded."""
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
 
-from harness.batch.similarity import (MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, fingerprint, matched_regions,
-                                      normalised_tokens, similar_pairs, without_padding)
+from harness.batch.similarity import (FREE_RATIO, MAX_TOKENS, MIN_FINGERPRINTS, THRESHOLD, _template, fingerprint,
+                                      matched_regions, normalised_tokens, pair_score, similar_pairs, without_padding)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = (ROOT / "tests" / "solutions" / "overwrite_grad.py").read_text()
@@ -122,3 +123,47 @@ def test_matched_regions_are_bounded():
     huge = "x = y + 1\n" * 300_000
     [(left, right)] = matched_regions(huge, huge, base="")
     assert left == right and left[0] == 1 and left[1] <= MAX_TOKENS
+
+
+def _notebook(source: str, cells: int = 3) -> str:
+    """``source`` as a Jupyter notebook: a markdown cell, then its lines split over ``cells`` code cells."""
+    lines = source.splitlines(keepends=True)
+    cut = [i for i, line in enumerate(lines) if line.startswith(("class ", "def "))][:cells]
+    bounds = [0, *cut[1:], len(lines)]
+    code = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": lines[a:b]} for a, b in zip(bounds, bounds[1:])]
+    return json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# My engine\n"]}, *code],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+def test_a_copy_handed_in_as_a_notebook_is_found():
+    copy = _notebook(ENGINE.replace("grad", "gradient").replace("self", "me"))
+    [pair] = similar_pairs({"orig": ENGINE, "copy.ipynb": copy})
+    assert (pair["a"], pair["b"], pair["score"]) == ("copy.ipynb", "orig", 1.0)
+
+
+def _many_engines(limit: int = 227 * 1024, leave_out: str = "") -> str:
+    """One file made of the public, blind and bug corpora's engines, up to ``limit`` bytes."""
+    parts, size = [], 0
+    for folder in ("public", "blind", "bugs", "conventions"):
+        for path in sorted((ROOT / "tests" / "corpus" / folder).glob("*.py")):
+            if path.name == leave_out or size > limit:
+                continue
+            parts.append(path.read_text())
+            size += len(parts[-1])
+    return "\n\n".join(parts)
+
+
+def test_a_large_file_of_many_engines_is_paired_with_nobody():
+    honest = (ROOT / "tests" / "corpus" / "public" / "karpathy_micrograd.py").read_text()
+    big = _many_engines(leave_out="karpathy_micrograd.py")
+    assert len(big) > 200 * 1024
+    small, large = fingerprint(honest) - _template(), fingerprint(big) - _template()
+    assert len(small & large) / len(small) > THRESHOLD  # it holds most of the honest engine's common idioms
+    assert similar_pairs({"honest": honest, "big": big}) == []
+
+
+def test_the_score_weighs_sizes_only_far_apart():
+    assert pair_score(100, 100, 100 * FREE_RATIO) == 1.0  # a copy in a file up to FREE_RATIO times its size
+    assert pair_score(100, 100, 200 * FREE_RATIO) == 0.5
+    assert pair_score(50, 400 * FREE_RATIO, 100) == 0.125 and pair_score(0, 0, 10) == 0.0

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from harness.grade import GradeOptions, grade
+from harness.integrity.allowlist import WHY
 from harness.report.formats import FORMATS, render
 from harness.vocabulary import INFORMATIONAL
 
@@ -112,6 +113,23 @@ def test_the_correct_engines_fail_no_check(reports):
     core = [c.id for c in reports["public/karpathy_micrograd.py"].checks
             if c.level == "core" and c.outcome in ("failed", "error", "timeout")]
     assert not core, core
+
+
+SCAN_REVIEW = {
+    "blind/method_lookup.py": [(99, "getattr")],      # getattr(t, "_grad_" + t.op): a name the scan cannot read
+    "blind/threadlocal_mode.py": [(5, "threads")],    # import threading (for threading.local)
+}
+"""The only review entries: what the static scan cannot check, listed whoever wrote it."""
+
+
+def test_no_engine_gets_an_integrity_finding_at_run_time(reports):
+    # Engines nobody on the project wrote print, warn (numpy's RuntimeWarning among them) and log as they
+    # please: none of it is a violation or a line a person must read before the interview bar.
+    keys = {text: key for key, text in WHY.items()}
+    found = {name: [(e.line, keys.get(e.why, e.why)) for e in report.integrity_review]
+             for name, report in reports.items() if report.integrity_review}
+    assert found == SCAN_REVIEW
+    assert {name: report.integrity_violations for name, report in reports.items() if report.integrity_violations} == {}
 
 
 def test_the_first_root_cause_names_the_planted_bug(reports):

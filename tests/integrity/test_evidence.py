@@ -1,7 +1,8 @@
 """What a worker's reply adds to the verdict: only evidence, type-checked, capped and made printable."""
 
 from harness.integrity.scan import ReviewEntry
-from harness.integrity.evidence import from_reply
+from harness.integrity.evidence import RECORDED, from_reply
+from harness.variants import allowed_violation
 
 _TRACKED = {"shape": [2], "dtype": "float64", "values": [1.0, 2.0], "autograd": True}
 _PLAIN = {"shape": [2], "dtype": "float64", "values": [1.0, 2.0]}
@@ -42,3 +43,11 @@ def test_worker_text_is_capped_and_terminal_escapes_are_made_visible():
                                      "review": [{"line": 1, "construct": "a\nb", "why": "c\rd"}]})
     assert violations[0].startswith("\\x1b[2Jclean") and len(violations[0]) == 300 and violations[0].endswith("...")
     assert review == [ReviewEntry(1, "a\\nb", "c\\rd")]
+
+
+def test_torch_count_of_graph_nodes_above_zero_is_a_violation():
+    assert from_reply({"graph_nodes": 3})[0] == [RECORDED]
+    for said in (0, True, "3", -2, None, 2.5):  # nothing recorded, or not a count: no evidence
+        assert from_reply({"graph_nodes": said})[0] == []
+    assert allowed_violation(f"at run time: {RECORDED}", "function")  # the variant's own Functions record nodes
+    assert not allowed_violation(f"at run time: {RECORDED}", "tensor")

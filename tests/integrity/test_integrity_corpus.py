@@ -10,10 +10,11 @@ interview bar.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import torch
@@ -29,6 +30,7 @@ from harness.program import Leaf, Program, Step
 from harness.report.model import exit_code
 from harness.report.render import render_json, render_text
 from harness.sandbox.launch import Limits, Sandbox
+from harness.variants import kept, kept_review
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEATS = ROOT / "tests" / "corpus" / "cheats"
@@ -69,14 +71,15 @@ def sandbox():
 
 @pytest.fixture(scope="module")
 def run_time(sandbox):
-    """file -> (violations, review entries) seen while it runs the core graph and the integrity probes."""
+    """file -> (violations, review entries) seen while it runs the core graph and the integrity probes
+    (under ``variant``: what the variant allows is left out)."""
     cache: dict[Path, tuple[list[str], list[Any]]] = {}
     ran.clear()
 
-    def run(path: Path) -> tuple[list[str], list[Any]]:
+    def run(path: Path, variant: str = "tensor") -> tuple[list[str], list[Any]]:
         if path not in cache:
             shared = Shared(deadline=float("inf"), trace_calls=bool(inspect_source(path.read_text()).violations))
-            ctx = Context(sandbox, path, "Tensor", path.stem, shared)
+            ctx = Context(sandbox, path, "Tensor", path.stem, shared, variant=variant)
             try:
                 hello = ctx.worker().hello
                 ctx.run(GRAPH, timeout=10.0)
@@ -85,7 +88,7 @@ def run_time(sandbox):
                 pass  # what was seen up to here still counts
             finally:
                 ctx.retire()
-            cache[path] = (list(shared.violations), list(shared.review))
+            cache[path] = (list(kept(shared.violations, variant)), list(kept_review(shared.review, variant)))
             ran[path] = set(shared.ran)
         return cache[path]
 
@@ -107,8 +110,8 @@ def test_every_file_has_an_expected_verdict(folder, entries, least):
 
 @pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
 def test_cheat_manifest_entry_is_well_formed(entry):
-    assert set(entry) <= {"file", "route", "verdict", "static", "runtime"}
-    assert entry["verdict"] in ("violation", "review")
+    assert set(entry) <= {"file", "route", "verdict", "static", "runtime", "variant"}
+    assert entry["verdict"] in ("violation", "review") and entry.get("variant", "tensor") in ("tensor", "function")
     assert {key for _, key in entry["static"]["review"]} <= set(WHY)
 
 
@@ -134,7 +137,7 @@ def test_a_lookalike_is_clean_to_the_scan(entry):
 
 @pytest.mark.parametrize("entry", [e for e in CHEAT_ENTRIES if "runtime" in e], ids=_id)
 def test_the_worker_reports_what_only_run_time_sees(entry, run_time):
-    violations, review = run_time(CHEATS / entry["file"])
+    violations, review = run_time(CHEATS / entry["file"], entry.get("variant", "tensor"))
     expected = entry["runtime"]
     missing = [v for v in expected["violations"] if v not in violations]
     assert missing == [], f"not reported: {missing}; reported: {violations}"
@@ -148,13 +151,14 @@ def test_the_worker_reports_what_only_run_time_sees(entry, run_time):
 @pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
 def test_no_cheat_passes_the_interview_bar(entry, run_time):
     path = CHEATS / entry["file"]
+    variant = entry.get("variant", "tensor")
     static = inspect_source(path.read_text())
     if "runtime" in entry:
-        seen, review = run_time(path)
+        seen, review = run_time(path, variant)
         static = settle(static, path.read_text(), ran[path])  # a violation needs a path the run executed
     else:
         seen, review = [], []
-    violations = list(static.violations) + seen
+    violations = list(kept(static.violations, variant)) + seen
     lines = [e.line for e in static.review] + [e.line for e in review]
     if entry["verdict"] == "violation":
         assert violations, "no proof found"
@@ -221,3 +225,44 @@ def test_a_resolved_autograd_call_in_code_that_never_ran_is_a_review_entry(sandb
     # compare_with_torch (lines 66-72) is never called: its two resolved calls are lines for a person to read.
     assert [(e.line, e.why) for e in report.integrity_review if e.why == NOT_RUN] == [(69, NOT_RUN),
                                                                                              (70, NOT_RUN)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["type_checking_alias.py", "main_match_capture.py", "function_torch_nodes.py",
+                                  "allowed_names_node_call.py", "dataclass_factory_open.py"])
+def test_a_guard_switched_off_and_back_or_a_laundered_event_never_passes_the_bar(name, sandbox):
+    entry = next(e for e in CHEAT_ENTRIES if e["file"] == name)
+    options = dataclasses.replace(QUICK, variant=entry.get("variant", "tensor"))
+    report = grade(CHEATS / name, options, sandbox=sandbox)
+    assert report.interview.passed is False
+    if entry["verdict"] == "violation":
+        assert (report.status, exit_code(report), report.score) == ("integrity_violation", 4, 0.0)
+    else:
+        assert report.status == "graded" and report.interview.needs_review is True
+        assert [e.line for e in report.integrity_review if e.line is not None]
+
+
+_SWITCHED: Final = "at run time: the submission disabled the grader's guard: "
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, expected", [
+    # __exit__ of the grader's own mode (line 21), put back with __enter__ in the same call
+    ("mode_exit_method.py", f"{_SWITCHED}it took its torch-function mode off the stack (line 21)"),
+    # type.__setattr__ of the engine (line 23), swapped back in a finally
+    ("engine_type_setattr.py", f"{_SWITCHED}it replaced the watched autograd engine (line 23)"),
+    # tracing switched on (line 22) and off again in a finally
+    ("saved_hooks_tracing.py", f"{_SWITCHED}it hid saved-tensor hooks (tracing mode) (line 22)"),
+])
+def test_a_switch_put_back_is_a_violation_at_the_line_that_made_it(name, expected, sandbox):
+    report = grade(CHEATS / name, QUICK, sandbox=sandbox)
+    assert report.status == "integrity_violation" and expected in report.integrity_violations
+    assert not [v for v in report.integrity_violations if not v.startswith("at run time: ")]  # no static proof
+
+
+def test_an_engine_that_warns_logs_and_prints_passes_the_bar(sandbox):
+    report = grade(LOOKALIKES / "warnings_numpy_torch.py", QUICK, sandbox=sandbox)
+    assert (report.status, exit_code(report), report.integrity_violations, report.integrity_review) == (
+        "graded", 0, (), ())
+    assert report.interview.passed is True
+    assert "RuntimeWarning" in report.output["stderr"] and "backward over" in report.output["stderr"]

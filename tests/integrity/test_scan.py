@@ -217,6 +217,127 @@ def test_a_renamed_main_guard_is_not_trusted():
     assert _review(source) == [(2, "main_name")]
 
 
+_REBINDINGS = {
+    "assignment": "{name} = '__main__'",
+    "augmented": "{name} += ''",
+    "annotated": "{name}: str = '__main__'",
+    "walrus": "({name} := '__main__')",
+    "import_as": "from math import pi as {name}",
+    "import_module_as": "import math as {name}",
+    "star_import": "from os.path import *",
+    "def": "def {name}():\n    pass",
+    "class": "class {name}:\n    pass",
+    "for": "for {name} in ['__main__']:\n    pass",
+    "with_as": "import contextlib\nwith contextlib.nullcontext('__main__') as {name}:\n    pass",
+    "except_as": "try:\n    pass\nexcept KeyError as {name}:\n    pass",
+    "match_capture": "match '__main__':\n    case {name}:\n        pass",
+    "match_star": "match ['__main__']:\n    case [*{name}]:\n        pass",
+    "match_rest": "match {{}}:\n    case {{**{name}}}:\n        pass",
+    "global": "def f():\n    global {name}\n    {name} = '__main__'",
+    "del": "del {name}",
+    "argument": "def f({name}=None):\n    pass",
+    "lambda_argument": "f = lambda {name}: None",
+    "comprehension": "[0 for {name} in ['__main__']]",
+    "setattr": "import typing\nsetattr(typing, '{name}', True)",
+    "globals": "globals()['{name}'] = '__main__'",
+}
+"""Every binding form, each a line before the guarded block (``{name}`` is the guard's name)."""
+
+
+@pytest.mark.parametrize("form", sorted(_REBINDINGS))
+def test_a_main_guard_rebound_in_any_form_is_scanned(form):
+    source = _REBINDINGS[form].format(name="__name__") + "\nif __name__ == '__main__':\n    import torch.autograd\n"
+    assert [v.split(": ", 1)[1] for v in _violations(source)] == ["imports torch.autograd: torch's autograd"]
+
+
+@pytest.mark.parametrize("form", sorted(_REBINDINGS))
+def test_type_checking_rebound_in_any_form_is_scanned(form):
+    source = ("from typing import TYPE_CHECKING\n" + _REBINDINGS[form].format(name="TYPE_CHECKING")
+              + "\nif TYPE_CHECKING:\n    import torch.autograd\n")
+    assert [v.split(": ", 1)[1] for v in _violations(source)] == ["imports torch.autograd: torch's autograd"]
+
+
+@pytest.mark.parametrize("source", [
+    "if TYPE_CHECKING:\n    import torch.autograd\n",  # never imported: builtins may hold the name
+    "import builtins\nbuiltins.TYPE_CHECKING = True\nif TYPE_CHECKING:\n    import torch.autograd\n",
+    "from typing_fake import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch.autograd\n",
+    "import math as typing\nif typing.TYPE_CHECKING:\n    import torch.autograd\n",
+    "import typing\ntyping.TYPE_CHECKING = True\nif typing.TYPE_CHECKING:\n    import torch.autograd\n",
+    "if typing.TYPE_CHECKING:\n    import torch.autograd\n",
+    "from typing import TYPE_CHECKING as T, TYPE_CHECKING\nfrom os import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+    "    import torch.autograd\n",
+])
+def test_type_checking_is_trusted_only_as_typings_own(source):
+    assert any("imports torch.autograd" in v for v in _violations(source))
+
+
+@pytest.mark.parametrize("source", [
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch.autograd\n",
+    "import typing\nif typing.TYPE_CHECKING:\n    import torch.autograd\n",
+    "from typing import *\nif TYPE_CHECKING:\n    import torch.autograd\n",
+    "from math import *\nif __name__ == '__main__':\n    import torch.autograd\n",
+    "import torch\nclass T:\n    pass\nsetattr(T, 'x' + 'y', 1)\nif __name__ == '__main__':\n    import torch.autograd\n",
+])
+def test_a_standard_guard_still_skips_its_block(source):
+    assert _violations(source) == []
+
+
+def test_each_binding_of_name_is_a_review_entry_at_its_line():
+    source = "match '__main__':\n    case __name__:\n        pass\nfrom math import pi as __name__\n"
+    assert _scan(source).review == (ReviewEntry(2, "case __name__", WHY["main_name"]),
+                                    ReviewEntry(4, "import pi as __name__", WHY["main_name"]))
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a class pattern's keywords are attribute reads of the subject, nested patterns read further
+    ("import torch\nmatch torch:\n    case object(_C=c):\n        pass\n",
+     ["line 3: uses torch._C: torch's C internals: torch-function modes are switched off and the autograd engine "
+      "lives there"]),
+    ("import torch\nmatch torch:\n    case object(autograd=object(grad=g)):\n        pass\n",
+     ["line 3: uses torch.autograd.grad: torch's autograd"]),  # the longest path a line names
+    ("import torch\nmatch [torch]:\n    case [object(autograd=a)] | (object(autograd=a),):\n        pass\n",
+     []),  # an item of a sequence is not resolved: the subject is a list the scan does not follow
+    ("import torch\nmatch torch.__dict__:\n    case {'_C': c}:\n        pass\n", ["line 3: uses torch._C: "
+     "torch's C internals: torch-function modes are switched off and the autograd engine lives there"]),
+])
+def test_a_match_pattern_reads_what_it_names(source, expected):
+    assert _violations(source) == expected
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f(w):\n    match w:\n        case object(__closure__=cells):\n            return cells\n",
+     [(3, "dunder")]),
+    ("def f(frame):\n    match frame:\n        case object(f_back=object(f_globals=g)):\n            return g\n",
+     [(3, "frames")]),  # one entry a line
+    ("class P:\n    __match_args__ = ('__closure__',)\n", [(2, "dunder")]),
+])
+def test_a_match_pattern_walking_internals_is_a_review_entry(source, expected):
+    assert _review(source) == expected
+
+
+def test_an_engine_that_dispatches_with_match_is_clean():
+    source = """
+        class Add:
+            __match_args__ = ("a", "b")
+
+            def __init__(self, a, b):
+                self.a, self.b = a, b
+
+        def grads(node, g):
+            match node:
+                case Add(a, b):
+                    return {a: g, b: g}
+                case {"op": "neg", "x": x}:
+                    return {x: -g}
+                case [first, *rest] | (first, *rest):
+                    return {first: g}
+                case object(requires_grad=False):
+                    return {}
+            return {}
+        """
+    assert (_violations(source), _review(source)) == ([], [])
+
+
 # ---- legitimate engines are clean ---------------------------------------------------------------------
 
 

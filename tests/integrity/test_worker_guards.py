@@ -18,6 +18,7 @@ import torch
 from harness.checks.context import CandidateError, Context, Shared
 from harness.program import Leaf, Program, Step
 from harness.sandbox.launch import Limits, Sandbox
+from harness.sandbox.worker.audit import EXEMPTIONS
 
 ENGINE = '''
 import torch
@@ -138,34 +139,33 @@ AUDITED = {
         import typing
         def names(a: "torch.autograd.grad"): pass
         typing.get_type_hints(names)
-        ''', "exec()", "seen at run time: builds or runs code at run time"),
+        ''', "exec()", "seen at run time: code was compiled or run from text"),
     "gc_referrers": ('''
         import gc
         gc.get_referrers(t)
-        ''', "gc.get_referrers()", "seen at run time: scans or reaches every live object"),
+        ''', "gc.get_referrers()", "seen at run time: the garbage collector was asked for live objects"),
     "laundered_through_torch": ('''
         import gc
         import torch.utils._pytree as pytree
         pytree.tree_map(gc.get_objects, [None])
-        ''', "gc.get_objects()", "seen at run time: scans or reaches every live object"),
+        ''', "gc.get_objects()", "seen at run time: the garbage collector was asked for live objects"),
     "late_import": ('''
         import pydoc
-        ''', "import pydoc", "seen at run time: a module outside the allowlist"),
+        ''', "import pydoc", "seen at run time: a module outside the allowlist was loaded (pydoc)"),
     "frames": ('''
         import sys
         sys._getframe(1)
-        ''', "sys._getframe()", "seen at run time: reads the frames of running code"),
+        ''', "sys._getframe()", "seen at run time: the frames of running code were read"),
     "open_file": ('''
         open("/proc/self/status").close()
-        ''', "open('/proc/self/status')", "seen at run time: opens a file"),
+        ''', "open('/proc/self/status')", "seen at run time: a file was opened"),
     "ctypes_memory": ('''
         import ctypes
         try:
             ctypes.c_long.from_address(id(t))
         except PermissionError:
             pass
-        ''', "ctypes.cdata()", "seen at run time: reads and writes the process's memory, where the grader's runtime "
-                               "checks live (refused)"),
+        ''', "ctypes.cdata()", "seen at run time: memory was read or written through ctypes (refused)"),
 }
 
 
@@ -197,6 +197,82 @@ def test_what_an_engine_legitimately_uses_raises_no_event(sandbox, folder):
     path = _submission(folder, "clean_helpers", '''
         Node([], "x"); Pair(1, 2); repr(Node([]))
         ''', header)
+    assert _run(sandbox, path)[:2] == ([], [])
+
+
+LAUNDERED = {
+    "dataclasses.py": ('''
+        import dataclasses
+        @dataclasses.dataclass
+        class Record:
+            code: object = dataclasses.field(default_factory=lambda: compile("1", "<x>", "eval"))
+        dataclasses.replace(Record())
+        ''', "compile('1')", "seen at run time: code was compiled or run from text"),
+    "inspect.py": ('''
+        import dataclasses
+        @dataclasses.dataclass
+        class Record:
+            code: object = dataclasses.field(default_factory=lambda: (lambda: 0).__code__)
+        Record()
+        ''', "function.__code__", "seen at run time: a function's code object was read"),
+    "collections/__init__.py": ('''
+        import collections, sys
+        class Name:
+            def __str__(self):
+                sys._getframe(0)
+                return "grad"
+        collections.namedtuple("Pair", [Name(), "value"])
+        ''', "sys._getframe()", "seen at run time: the frames of running code were read"),
+    "typing.py": ('''
+        import typing
+        class Hinted:
+            @property
+            def __annotations__(self):
+                compile("2", "<x>", "eval")
+                return {}
+        typing.get_type_hints(Hinted())
+        ''', "compile('2')", "seen at run time: code was compiled or run from text"),
+    "enum.py": ('''
+        import enum, sys
+        class Names:
+            def __iter__(self):
+                sys._getframe(0)
+                return iter(["A", "B"])
+        enum.Enum("Kind", Names())
+        ''', "sys._getframe()", "seen at run time: the frames of running code were read"),
+    "logging/__init__.py": ('''
+        import logging
+        logging.currentframe()
+        ''', "sys._getframe()", "seen at run time: the frames of running code were read"),
+    "tokenize.py": ('''
+        import warnings
+        warnings.warn_explicit("layout", UserWarning, "/dev/null", 1)
+        ''', "open('/dev/null')", "seen at run time: a file was opened"),
+}
+"""For each standard-library helper with an exemption: the submission's own code run beneath it, raising an
+event of the exempted kind, which the hook must still report at the submission's line."""
+
+
+def test_every_exemption_is_tried_as_a_laundering_route():
+    assert {e.site.split(":")[0] for e in EXEMPTIONS} == set(LAUNDERED)
+
+
+@pytest.mark.parametrize("helper", sorted(LAUNDERED))
+def test_code_run_beneath_an_exempted_helper_is_still_seen(sandbox, folder, helper):
+    extra, construct, why = LAUNDERED[helper]
+    path = _submission(folder, "laundered_" + helper.replace("/", "_").removesuffix(".py"), extra)
+    violations, review, _ = _run(sandbox, path)
+    lines = {e.line for e in review if e.construct == construct and e.why.startswith(why)}
+    assert lines and lines <= set(range(_line_of_extra(path), _line_of_extra(path) + 8)), review
+
+
+def test_an_engine_that_warns_and_logs_raises_no_event(sandbox, folder):
+    """warnings shows the caller's line (Python's line cache opens a source), a log record names its caller."""
+    path = _submission(folder, "warns_and_logs", '''
+        import logging, warnings
+        warnings.warn("backward", UserWarning, stacklevel=2)
+        logging.getLogger("engine").warning("backward over %d nodes", 3)
+        ''')
     assert _run(sandbox, path)[:2] == ([], [])
 
 

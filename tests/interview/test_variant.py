@@ -71,8 +71,9 @@ def test_without_the_flag_it_is_a_violation(graded):
 def test_a_formula_of_torchs_own_is_a_violation_under_the_variant(graded):
     report = graded["torch_mul"]
     assert report.status == "integrity_violation"
+    # Seen as torch records it, at the product's line (87: ``tracked = self._torch * other._torch``).
     assert report.integrity_violations == ("at run time: torch's autograd computed a backward formula that is not "
-                                           "the submission's (MulBackward0)",)
+                                           "the submission's (MulBackward0) (line 87)",)
 
 
 def test_the_backward_formulas_are_checked_through_torchs_engine(graded):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.sandbox.schema import SchemaError, validate_reply
+from harness.sandbox.schema import SchemaError, validate_hello, validate_reply
 
 ERROR = {"where": "backward", "type": "ValueError", "message": "no", "frames": []}
 FLOAT = {"shape": [2], "dtype": "float64", "values": [1.0, 2.0]}
@@ -56,3 +56,10 @@ def test_an_int64_tensor_holds_only_integers():
     with pytest.raises(SchemaError) as raised:
         validate_reply("memory_release", {"error": ERROR, "x": int64})
     assert str(raised.value) == "reply.x: int64 values that are not integers"
+
+
+def test_every_reply_may_carry_torch_count_of_graph_nodes():
+    validate_hello({"kind": "ready", "has_class": True, "violations": [], "graph_nodes": 0})
+    validate_reply("trace_calls", {"graph_nodes": 4})
+    with pytest.raises(SchemaError):
+        validate_reply("trace_calls", {"graph_nodes": "many"})

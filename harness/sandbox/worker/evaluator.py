@@ -28,6 +28,7 @@ from harness.sandbox.worker.audit import install as install_audit_hook
 from harness.sandbox.worker.tripwires import Tripwires
 from harness.sandbox.worker import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
+from harness.sandbox.worker.counters import graph_nodes
 from harness.sandbox.worker.formulas import foreign_formulas
 from harness.sandbox.worker.saved import kept_storages, storage_key
 from harness.variants import FOREIGN_FORMULA
@@ -62,6 +63,8 @@ class Evaluator:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         kind = request.get("kind")
         handler = getattr(self, f"do_{kind}", None)
+        if "variant" in request:  # --variant function: every node a torch op records is a formula not the submission's
+            self.guard.formulas = request.get("variant") == "function"
         if handler is None:
             return {"error": error_facts("request", ValueError(f"unknown request {kind!r}"))}
         reply = handler(request)
@@ -191,7 +194,7 @@ class Evaluator:
         return {}
 
     def _check_formulas(self) -> None:
-        for name in foreign_formulas(getattr(self.module, "__name__", ""))[:5]:
+        for name in foreign_formulas(getattr(self.module, "__name__", ""), self.tripwires.owns)[:5]:
             self.tripwires.flag(f"{FOREIGN_FORMULA} ({name})")
 
     def do_run_many(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -387,7 +390,7 @@ class Evaluator:
                         operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
                         results[step["name"]] = OPS[step["op"]].apply_candidate(operands, {})
                     out = results[wire["output"]]
-                    with self.guard.count(), counting_python_calls() as python:
+                    with self.guard.count(), counting_python_calls(self.tripwires.files) as python:
                         out.backward()
             except Exception as exc:
                 return {"error": error_facts("backward_cost", exc)}
@@ -464,16 +467,20 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     # taken now, so a replaced function is found by the snapshot instead of running in its place.
     report, after_request, make_evaluator = tripwires.report, tripwires.after_request, Evaluator
     send, receive, facts_of = send_message, recv_message, error_facts
+    # integrity: torch's count of recorded nodes, read here in C and sent with every reply for the grader
+    # to judge; the count and its start live in this frame, out of the tripwires' reach (and of their fate).
+    nodes = graph_nodes
+    start = nodes()
     try:
         with tripwires.guarded():
             module = load_submission(path, module_name)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are the candidate's too
-        send(sock, report({"kind": "import_error", "error": facts_of("import", exc)}))
+        send(sock, {**report({"kind": "import_error", "error": facts_of("import", exc)}), "graph_nodes": nodes() - start})
         return
     evaluator = make_evaluator(module, class_name, tripwires)
     hello = {"kind": "ready", **evaluator.do_hello({})}
     after_request()  # integrity: what the import left behind
-    send(sock, report(hello))
+    send(sock, {**report(hello), "graph_nodes": nodes() - start})
     while True:
         request = receive(sock, **TRUSTED_LIMITS)
         if request is None:
@@ -482,4 +489,4 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
             reply = evaluator.handle(request)
         except BaseException as exc:
             reply = report({"error": facts_of(str(request.get("kind")), exc)})
-        send(sock, reply)
+        send(sock, {**reply, "graph_nodes": nodes() - start} if isinstance(reply, dict) else reply)

@@ -3,6 +3,7 @@ submission runs, to notice what it replaced."""
 
 from __future__ import annotations
 
+import operator
 import sys
 import types
 from typing import Any, Final
@@ -25,10 +26,15 @@ _WATCHED_CLASSES: Final = ("torch.Tensor", "torch._C.TensorBase", "torch.overrid
 
 
 class Snapshot:
-    """Identities of the functions and classes of the watched modules and classes, cheap to compare again."""
+    """Identities of the functions and classes of the watched modules and classes, cheap to compare again.
+
+    Each part keeps its members' names and the objects themselves (not their ``id()``: an object kept
+    alive is never replaced by another at its address, and ``id()`` raises an audit event per call),
+    compared by identity at C speed; only a part that changed is looked at name by name.
+    """
 
     def __init__(self) -> None:
-        self.parts: list[tuple[str, Any, dict[str, int]]] = []
+        self.parts: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]] = []
         self.modules: dict[str, Any] = {}
         for module_name in (*_grader_modules(), *_WATCHED_MODULES):
             module = sys.modules.get(module_name)
@@ -43,14 +49,15 @@ class Snapshot:
         ops = getattr(sys.modules.get("harness.ops"), "OPS", None) or {}
         for op_name, spec in ops.items():
             if hasattr(spec, "__dict__"):
-                self.parts.append((f"harness.ops.OPS[{op_name!r}]", spec, {k: id(v) for k, v in vars(spec).items()}))
+                members = dict(vars(spec))
+                self.parts.append((f"harness.ops.OPS[{op_name!r}]", spec, tuple(members), tuple(members.values())))
 
     def _add(self, label: str, owner: Any, names: tuple[str, ...] | None) -> None:
         members = vars(owner)
         picked = {k: members.get(k) for k in names} if names else dict(members)
-        watched = {k: id(v) for k, v in picked.items() if isinstance(v, _WATCHABLE) or (
+        watched = {k: v for k, v in picked.items() if isinstance(v, _WATCHABLE) or (
             isinstance(owner, type) and isinstance(v, (staticmethod, classmethod, property)))}
-        self.parts.append((label, owner, watched))
+        self.parts.append((label, owner, tuple(watched), tuple(watched.values())))
         for k, v in picked.items():
             if isinstance(v, type) and (label.startswith("harness.") or f"{label}.{k}" in _WATCHED_CLASSES) \
                     and not isinstance(owner, type):
@@ -59,14 +66,15 @@ class Snapshot:
     def changed(self) -> list[str]:
         """What is no longer the object it was: ``harness.sandbox.worker.evaluator.Evaluator.do_run`` and the like."""
         found = [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
-        for label, owner, watched in self.parts:
-            members = vars(owner)
-            for key, ident in watched.items():
-                if id(members.get(key)) != ident:
-                    found.append(f"{label}.{key}")
+        for label, owner, keys, objects in self.parts:
+            get = vars(owner).get
+            if not _ALL(_MAP(_IS, _MAP(get, keys), objects)):
+                found.extend(f"{label}.{key}" for key, obj in zip(keys, objects) if get(key) is not obj)
         return found
 
 
+_IS, _MAP, _ALL = operator.is_, map, all
+"""Bound before the submission runs: replacing ``builtins.all`` or ``operator.is_`` later changes no comparison."""
 _WATCHABLE: Final = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
                      types.WrapperDescriptorType, types.GetSetDescriptorType, types.MethodWrapperType, type)
 

@@ -14,13 +14,21 @@ the sandbox are the layers that do not depend on the candidate's cooperation.
 * saved-tensor hooks in every thread: torch's autograd saves tensors while it
   records a graph (mul, matmul, relu...), however the recording was switched
   on, even with torch-function modes switched off;
+* watches on every call that switches one of those three off
+  (``harness.sandbox.worker.switches``): the switch is a violation at the line
+  that made it, even when it is switched back before anyone looks;
 * a snapshot of the grader's own modules and torch's, to notice patching.
 
-``Tripwires.after_request`` re-checks after each request: tensors with
-autograd history left alive (also behind ``gc.freeze()``), a forward-mode
-level left open, the engine and guard still in place, nothing patched, no
-thread left running. Proof of torch's autograd becomes a violation; tampering
-with the grader's objects, frozen objects and threads become review entries.
+Every entry into the submission's code (``guarded``) re-asserts the three parts
+and every exit checks them again, with torch's own counts of recorded graph
+nodes and of backward passes (``harness.sandbox.worker.counters``), which no
+Python code can set back: a graph recorded or a pass run while the guard was
+off is seen after the fact, whatever was restored. ``Tripwires.after_request``
+re-checks after each request: tensors with autograd history left alive (also
+behind ``gc.freeze()``), a forward-mode level left open, the engine and guard
+still in place, nothing patched, no thread left running. Proof of torch's
+autograd becomes a violation; tampering with the grader's objects, frozen
+objects and threads become review entries.
 """
 
 from __future__ import annotations
@@ -35,7 +43,12 @@ from typing import Any, Callable, Final, Iterator
 
 import torch
 
-from harness.sandbox.worker.autograd_guard import MAX_FINDINGS, AutogradGuard, WatchedEngine, autograd_tensors
+from harness.sandbox.worker import switches
+from harness.sandbox.worker.autograd_guard import (MAX_FINDINGS, UNSEEN_GRAPH, UNWATCHED_BACKWARD, AutogradGuard,
+                                                   WatchedEngine, autograd_tensors)
+from harness.sandbox.worker.counters import GraphTasks, graph_nodes
+from harness.sandbox.worker.formulas import foreign_node
+from harness.variants import FOREIGN_FORMULA
 from harness.sandbox.worker.patch_snapshot import Snapshot
 
 __all__ = ["Tripwires"]
@@ -64,14 +77,24 @@ class Tripwires:
         self._ran: set[tuple[str, int]] = set()
         self._ran_new: list[tuple[str, int]] = []
 
+    @property
+    def files(self) -> set[str]:
+        """How the submission's code objects may name its file."""
+        return set(self._filenames)
+
     # ---- findings ----
 
     def flag(self, what: str) -> None:
         """Proof of torch's autograd seen at run time, with the submission's line when one is on the stack."""
         if what in self._kinds or len(self._ledger) >= MAX_FINDINGS:
             return  # one entry per kind of evidence, at the first line it was seen
+        self.flag_at(what, self.candidate_line())
+
+    def flag_at(self, what: str, line: int | None) -> None:
+        """Proof seen at run time, at ``line`` (the submission's, or None)."""
+        if what in self._kinds or len(self._ledger) >= MAX_FINDINGS:
+            return
         self._kinds.add(what)
-        line = self.candidate_line()
         text = f"{what} (line {line})" if line else what
         self._ledger.append(text)
         self.violations.append(text)
@@ -112,11 +135,18 @@ class Tripwires:
         """Set every tripwire; call once, before the submission is imported."""
         from torch.autograd.variable import Variable
 
-        self._engine_type = WatchedEngine(self.flag)
+        self._runs = [0]
+        self._runs_seen = 0
+        self._engine_type = WatchedEngine(self.flag, self._runs)
         self._engine = self._engine_type()
         self._run_backward = self._engine_type.__dict__["run_backward"]
         Variable._execution_engine = self._engine
         torch._C._ImperativeEngine = self._engine_type
+        self._engine_slot = switches.engine_property(Variable, self._engine, self._engine_set, self._filenames)
+        type(Variable)._execution_engine = self._engine_slot  # every assignment of the engine is seen from now on
+        # The grader's own guard goes on and off the stack through the originals: the watches see only others.
+        self._push_mode, self._pop_mode = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
+        self._push_hooks = torch._C._autograd._push_saved_tensors_default_hooks
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._packed, _unpacked)
         self._hooks.__enter__()  # for the main thread; every other thread gets its own in _start_thread
         self._start_new_thread = _thread.start_new_thread
@@ -124,16 +154,9 @@ class Tripwires:
         self._freeze, self._frozen = gc.freeze, False
         gc.freeze = self._freeze_called
         self._enter_dual_level = torch._C._enter_dual_level
-        self._dual_level_watch = self._watch_call(self._enter_dual_level, "forward-mode AD (a dual level was entered)",
-                                                  always=True)
-        torch._C._enter_dual_level = self._dual_level_watch
-        predispatch = sys.modules.get("torch._functorch.predispatch")
-        if predispatch is not None:
-            predispatch._enter_dual_level_impl = self._dual_level_watch
-        self._disable_watch = self._watch_call(torch._C.DisableTorchFunction,
-                                               "switched torch-function modes off (torch._C.DisableTorchFunction), "
-                                               "where the grader's autograd guard is one")
-        torch._C.DisableTorchFunction = self._disable_watch
+        self._watches = switches.install(self._switched, self._filenames, _is_guard, self._is_own_hook)
+        self._tasks = GraphTasks(self._engine_type.__base__)
+        self.guard.seq = graph_nodes()  # the probe's own node is the grader's
         self._threads = {t.ident for t in threading.enumerate()}
         self._snapshot = Snapshot()
         self._installed = True
@@ -142,27 +165,35 @@ class Tripwires:
 
     @contextlib.contextmanager
     def guarded(self, active: bool = True) -> Iterator[None]:
-        """Run candidate code under the autograd guard (``active=False``: timing probes, unguarded)."""
+        """Run candidate code under the autograd guard (``active=False``: timing probes, unguarded).
+
+        Each entry re-asserts the guard's parts; each exit checks them, and torch's count of
+        recorded nodes, again: what was switched off and back inside is seen at the latest here.
+        """
         if not active:
             yield
             return
-        with self.guard:
-            try:
-                yield
-            finally:
-                self._check_mode()
+        self._push_mode(self.guard)
+        self._check_parts()
+        try:
+            yield
+        finally:
+            self._leave_mode()
+            self._check_parts()
+            self._check_graph_nodes()
 
-    def _watch_call(self, original: Callable, what: str, always: bool = False) -> Callable:
-        """``original`` behind a function that flags each call the submission makes (``always``: any call)."""
-        filenames = self._filenames
+    def _switched(self, switch: switches.Switch, line: int | None) -> None:
+        _FLAG_AT(self, switch.what, line)
 
-        def watched(*args: Any, **kwargs: Any) -> Any:
-            if always or sys._getframe(1).f_code.co_filename in filenames:
-                self.flag(what)
-            return original(*args, **kwargs)
+    def _engine_set(self, line: int | None) -> None:
+        _FLAG_AT(self, f"{_DISABLED}: it replaced the watched autograd engine", line)
 
-        watched.__name__ = watched.__qualname__ = getattr(original, "__name__", "watched")
-        return watched
+    def owns(self, obj: Any) -> bool:
+        """Whether ``obj`` is one of the grader's own tensors with autograd history (the backward-pass probe's)."""
+        return self._installed and self._tasks.owns(obj)
+
+    def _is_own_hook(self, pack: Any) -> bool:
+        return getattr(pack, "__func__", None) is _PACKED and getattr(pack, "__self__", None) is self
 
     def trace_calls(self) -> None:
         """From now on, record which of the submission's functions run (evidence of use for the scan's findings).
@@ -201,14 +232,35 @@ class Tripwires:
             _FLAG(self, f"{_DISABLED}: its record of which functions ran was switched off")
             sys.settrace(self._tracer)
 
-    def _check_mode(self) -> None:
-        """At the end of a guarded block: the guard is still the innermost torch-function mode, and switched on."""
+    def _leave_mode(self) -> None:
+        """At the end of a guarded block: the guard is still the innermost torch-function mode (then taken off),
+        and modes are switched on."""
         depth = torch._C._len_torch_function_stack()
         if depth == 0 or torch._C._get_function_stack_at(depth - 1) is not self.guard:
             _FLAG(self, f"{_DISABLED}: its torch-function mode was removed")
-            torch._C._push_on_torch_function_stack(self.guard)  # so that leaving the block pops the guard
-        elif not torch._C._is_torch_function_mode_enabled():
+            return
+        if not torch._C._is_torch_function_mode_enabled():  # read while the guard is on the stack
             _FLAG(self, f"{_DISABLED}: torch-function modes were left switched off")
+        self._pop_mode()
+
+    def _check_parts(self) -> None:
+        """The saved-tensor hook on top and enabled, the watched engine in place (each put back when it is not)."""
+        self._check_saved_tensor_hook()
+        if self._engine_slot.engine is not self._engine or torch._C._ImperativeEngine is not self._engine_type:
+            _FLAG(self, f"{_DISABLED}: the watched autograd engine was replaced")
+            self._engine_slot.engine, torch._C._ImperativeEngine = self._engine, self._engine_type
+
+    def _check_graph_nodes(self) -> None:
+        now = graph_nodes()
+        if now != self.guard.seq:
+            _FLAG(self, UNSEEN_GRAPH)
+            self.guard.seq = now
+
+    def _check_backward_passes(self) -> None:
+        ran, watched = self._tasks.since_last(), self._runs[0] - self._runs_seen
+        self._runs_seen = self._runs[0]
+        if ran > watched:
+            _FLAG(self, UNWATCHED_BACKWARD)
 
     def _freeze_called(self) -> None:
         # Counting frozen objects takes a walk over all of them: watching the call is cheap.
@@ -220,6 +272,13 @@ class Tripwires:
 
     def _packed(self, tensor: torch.Tensor) -> torch.Tensor:
         self.flag("torch's autograd recorded a graph (it saved a tensor for backward)")
+        if self.guard.formulas:  # a Function saving a tensor of torch's graph keeps torch's formula for its backward
+            try:
+                name = foreign_node(_GRAD_FN(tensor))
+            except Exception:  # a tensor torch itself cannot read is not evidence
+                name = None
+            if name is not None:
+                self.flag(f"{FOREIGN_FORMULA} ({name})")
         return tensor
 
     def _start_thread(self, function: Callable, args: tuple, kwargs: dict | None = None) -> int:
@@ -228,8 +287,13 @@ class Tripwires:
         return self._start_new_thread(self._run_watched, (function, args, kwargs or {}))
 
     def _run_watched(self, function: Callable, args: tuple, kwargs: dict) -> Any:
-        with torch.autograd.graph.saved_tensors_hooks(self._packed, _unpacked), AutogradGuard(self.flag):
-            return function(*args, **kwargs)
+        guard = AutogradGuard(self.flag)
+        with torch.autograd.graph.saved_tensors_hooks(self._packed, _unpacked), guard:
+            try:
+                return function(*args, **kwargs)
+            finally:
+                if graph_nodes() != guard.seq:
+                    self.flag(UNSEEN_GRAPH)
 
     def check_held(self) -> None:
         """Mid-request, after the forward pass: tensors with autograd history the submission holds.
@@ -237,7 +301,7 @@ class Tripwires:
         A cheat must keep its tracked tensors between forward and backward, even
         if it drops them before the request ends.
         """
-        if self._installed and autograd_tensors():
+        if self._installed and autograd_tensors(self.owns):
             self.flag("the forward pass left torch tensors with autograd history alive for backward")
 
     # ---- re-checking after each request ----
@@ -248,6 +312,8 @@ class Tripwires:
             return
         try:
             self._check_tracked_tensors()
+            self._check_graph_nodes()
+            self._check_backward_passes()
             self._check_dual_level()
             self._check_saved_tensor_hook()
             self._check_tracer()
@@ -261,15 +327,15 @@ class Tripwires:
         if self._frozen:
             gc.unfreeze()
             self._frozen = False
-        if autograd_tensors():
+        if autograd_tensors(self.owns):
             self.flag("torch tensors that require grad were left alive by the submission")
 
     def _check_saved_tensor_hook(self) -> None:
         top = torch._C._autograd._top_saved_tensors_default_hooks(False)
         pack = top[0] if isinstance(top, tuple) and top else None
-        if getattr(pack, "__func__", None) is not _PACKED or getattr(pack, "__self__", None) is not self:
+        if not self._is_own_hook(pack):
             _FLAG(self, f"{_DISABLED}: its saved-tensor hook was removed or covered")
-            torch._C._autograd._push_saved_tensors_default_hooks(self._packed, _unpacked)
+            self._push_hooks(self._packed, _unpacked)
         if not torch._C._autograd._saved_tensors_hooks_is_enabled():
             _FLAG(self, f"{_DISABLED}: saved-tensor hooks were switched off")
             torch._C._autograd._saved_tensors_hooks_enable()
@@ -289,6 +355,7 @@ class Tripwires:
         tampered = []
         if Variable._execution_engine is not self._engine or torch._C._ImperativeEngine is not self._engine_type \
                 or type(self._engine) is not self._engine_type \
+                or type(Variable).__dict__.get("_execution_engine") is not self._engine_slot \
                 or self._engine_type.__dict__.get("run_backward") is not self._run_backward:
             tampered.append("the watched autograd engine was replaced")
         guard_now = vars(self.guard)
@@ -298,7 +365,7 @@ class Tripwires:
         mine = vars(self)
         if set(mine) != set(own_vars) or any(mine[k] is not own_vars[k] for k in own_vars
                                               if k not in ("violations", "_reported", "_frozen", "_guard_state",
-                                                           "_kinds", "_tracer", "_ran_new")):
+                                                           "_kinds", "_tracer", "_ran_new", "_runs_seen")):
             tampered.append("the grader's runtime checks were changed")
         if self.violations != self._ledger or self.review is not review:
             tampered.append("the grader's record of what it saw was emptied")
@@ -308,9 +375,9 @@ class Tripwires:
             tampered.append("the grader's watch on gc.freeze was removed")
         for name in self._snapshot.changed():
             tampered.append(f"{name} was replaced")
-        if torch._C._enter_dual_level is not self._dual_level_watch \
-                or torch._C.DisableTorchFunction is not self._disable_watch:
-            tampered.append("the grader's watch on forward-mode AD and torch-function modes was removed")
+        if any(getattr(sys.modules.get(name.rpartition(".")[0]), name.rpartition(".")[2], None) is not watch
+               for name, watch in self._watches.items()):
+            tampered.append("the grader's watch on the calls that switch its guard off was removed")
         for what in tampered[:5]:
             _FLAG(self, f"{_DISABLED}: {what}")
 
@@ -321,11 +388,17 @@ class Tripwires:
                       "left threads running after the request, outside what the grader asked for")
 
 
+_GRAD_FN: Final = torch._C.TensorBase.grad_fn.__get__
 _FLAG: Final = Tripwires.flag
 """The class's own ``flag``, kept apart: a submission that shadows ``flag`` on the instance (or the class)
 silences what the guard sees, not the report that the guard was touched."""
+_FLAG_AT: Final = Tripwires.flag_at
 _PACKED: Final = Tripwires._packed
 """The class's own hook, kept apart for the same reason: the module's name ``Tripwires`` may be rebound."""
+
+
+def _is_guard(mode: Any) -> bool:
+    return type(mode) is AutogradGuard
 
 
 def _unpacked(tensor: torch.Tensor) -> torch.Tensor:
