@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
@@ -91,33 +90,74 @@ def _missing(requires: frozenset[str], members: frozenset[str], features: dict[s
     return None
 
 
-def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context],
-               timings: dict[str, float]) -> dict[str, CheckResult]:
-    """Every check of ``runnable``, in ``LANES`` lanes, each with a context (and worker) of its own."""
+def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context], timings: dict[str, float], *,
+               first: frozenset[str] = frozenset(),
+               first_done: Callable[[dict[str, CheckResult]], None] | None = None) -> dict[str, CheckResult]:
+    """Every check of ``runnable``, in ``LANES`` lanes, each with a context (and worker) of its own.
+
+    The checks named in ``first`` run before the others, and ``first_done`` hears their results
+    (in this thread) as soon as they are all in, while the lanes go on with the rest.
+    """
     # Two lanes keep both cores busy: the grader's process works hardest on hypothesis
     # searches, the worker on probes and spec cases, so the lanes take the costliest
     # checks first from one shared queue.
-    queue = sorted(runnable, key=lambda c: -c.cost)
+    queue = sorted(runnable, key=lambda c: (c.id not in first, -c.cost))
+    waiting = {c.id for c in runnable if c.id in first}
     lock = threading.Lock()
     results: dict[str, CheckResult] = {}
+    first_in = threading.Event()
+    lanes_left = [LANES]
+    failures: list[BaseException] = []
 
     def run_lane() -> None:
-        ctx = new_context()
+        ctx = None
         try:
+            ctx = new_context()
             while True:
                 with lock:
                     if not queue:
                         return
                     planned = queue.pop(0)
-                results[planned.id] = run_check(planned, ctx, timings)
+                outcome = run_check(planned, ctx, timings)
+                with lock:
+                    results[planned.id] = outcome
+                    waiting.discard(planned.id)
+                    if not waiting:
+                        first_in.set()
+        except BaseException as exc:  # the grader's own fault: raised again in the caller's thread
+            failures.append(exc)
         finally:
-            ctx.retire()
+            if ctx is not None:
+                ctx.retire()
+            with lock:
+                lanes_left[0] -= 1
+                if not lanes_left[0]:
+                    first_in.set()
+                    all_in.set()
 
+    all_in = threading.Event()
+    if not waiting:
+        first_in.set()
     # The checks make a few hundred thousand short-lived objects (the timing graphs alone); full
     # collections among them would pause both lanes for nothing: what is cyclic waits for the end.
-    with collector_paused(), ThreadPoolExecutor(max_workers=LANES) as pool:
-        for future in [pool.submit(run_lane) for _ in range(LANES)]:
-            future.result()
+    # The lanes are daemon threads: Ctrl-C in this thread stops waiting for them at once (the
+    # caller closes the sandbox, which ends their workers).
+    with collector_paused():
+        try:
+            for n in range(LANES):
+                threading.Thread(target=run_lane, name=f"lane-{n}", daemon=True).start()
+            first_in.wait()
+            if first_done is not None and not failures:
+                with lock:
+                    done = dict(results)
+                first_done(done)
+            all_in.wait()
+        except BaseException:
+            with lock:
+                queue.clear()  # the lanes take nothing more
+            raise
+    if failures:
+        raise failures[0]
     return results
 
 
