@@ -134,27 +134,6 @@ def test_grading_the_reference_core_for_real(invoke):
     assert data["interview"]["passed"] is True
 
 
-def test_watch_waits_for_the_file_to_change(tmp_path):
-    import threading
-    import time
-
-    from harness.cli.group import _wait_for_change
-
-    path = tmp_path / "s.py"
-    path.write_text("a = 1\n")
-
-    def save_later():
-        time.sleep(0.5)
-        path.write_text("a = 22\n")
-
-    saver = threading.Thread(target=save_later)
-    started = time.monotonic()
-    saver.start()
-    _wait_for_change(path)
-    saver.join()
-    assert time.monotonic() - started >= 0.4
-
-
 def test_an_invalid_spec_folder_is_a_one_line_error(invoke, submission, tmp_path):
     specs = tmp_path / "specs"
     specs.mkdir()
