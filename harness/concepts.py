@@ -7,17 +7,19 @@ that runs with torch alone.
 
 from __future__ import annotations
 
+import difflib
 import functools
-import textwrap
 from dataclasses import dataclass
 from importlib import resources
-from typing import Final, Mapping
+from typing import Final, Iterable, Mapping
 
 import yaml
 
 from harness.errors import HarnessError
+from harness.terminal import DEFAULT_WIDTH, wrap
 
-__all__ = ["Concept", "DEPTHS", "concepts", "concept", "explain_line", "with_explain_line", "render_concept", "render_list"]
+__all__ = ["Concept", "DEPTHS", "concepts", "concept", "explain_line", "with_explain_line", "render_concept", "render_list",
+           "did_you_mean"]
 
 DEPTHS: Final = ("junior", "middle", "senior", "principal")
 _KEYS: Final = ("title", "question", *DEPTHS, "example")
@@ -50,8 +52,15 @@ def concepts() -> dict[str, Concept]:
 def concept(name: str) -> Concept:
     known = concepts()
     if name not in known:
-        raise HarnessError(f"unknown concept {name!r}; `grade explain` lists them ({', '.join(known)})")
+        raise HarnessError(f"unknown concept {name!r}{did_you_mean(name, known)}; `grade explain` lists them "
+                           f"({', '.join(known)})")
     return known[name]
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean X?)' for the choice ``word`` was most likely meant to be (a typo), else ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def explain_line(name: str) -> str:
@@ -67,18 +76,20 @@ def with_explain_line(hint: str | None, name: str) -> str:
     return f"{hint} {explain_line(name)}".strip()
 
 
-def render_list() -> str:
-    width = max(len(name) for name in concepts())
-    lines = ["Concepts (grade explain CONCEPT [--depth junior|middle|senior|principal]):", ""]
-    lines += [f"  {c.name:<{width}}  {c.title}" for c in concepts().values()]
+def render_list(width: int = DEFAULT_WIDTH) -> str:
+    names = max(len(name) for name in concepts())
+    lines = [*wrap("Concepts (grade explain CONCEPT [--depth junior|middle|senior|principal]):", width, "", "  "), ""]
+    for c in concepts().values():
+        lines += wrap(f"{c.name:<{names}}  {c.title}", width, "  ", " " * (names + 4))
     return "\n".join(lines)
 
 
-def render_concept(name: str, depth: str | None = None) -> str:
-    """The explanation at every depth (or one), the interview question and the runnable example."""
+def render_concept(name: str, depth: str | None = None, width: int = DEFAULT_WIDTH) -> str:
+    """The explanation at every depth (or one), the interview question and the runnable example, ``width`` wide
+    (the example's code as it is: it runs)."""
     c = concept(name)
-    lines = [f"{c.name}: {c.title}", "", f"Question: {c.question}"]
+    lines = [*wrap(f"{c.name}: {c.title}", width, "", "  "), "", *wrap(f"Question: {c.question}", width, "", "  ")]
     for d in (depth,) if depth else DEPTHS:
-        lines += ["", f"{d}:"] + textwrap.wrap(c.depths[d], 88, initial_indent="  ", subsequent_indent="  ")
-    lines += ["", "Example (runs with torch alone):", ""] + ["  " + line for line in c.example.splitlines()]
+        lines += ["", *wrap(f"{d}: {' '.join(c.depths[d].split())}", width, "", "  ")]
+    lines += ["", "Example (runs with torch alone):"] + ["  " + line for line in c.example.splitlines()]
     return "\n".join(lines)

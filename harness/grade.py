@@ -69,6 +69,8 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
                   core_graded: CoreGraded | None = None) -> Report:
     """``grade_submission`` of a submission ``scanned`` already, with options ``preflight`` checked."""
     started = time.perf_counter()
+    if submission.class_name:  # preflight picked the file's one engine class: it is the one graded
+        options = dataclasses.replace(options, class_name=submission.class_name)
     rubric = load_rubric(options.rubric)
     limits = sandbox_limits(options)
     decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
@@ -124,7 +126,8 @@ def preflight(path: Path, options: GradeOptions, *, isolation: str | None = None
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name, follow_links=options.follow_links)
+        return read_submission(path, options.class_name, follow_links=options.follow_links,
+                               pick_class=options.pick_class)
     except Unrunnable as exc:
         unread = Submission(Path(path), "", exc.sha256, Findings())
         return _Grading(options, load_rubric(options.rubric), unread, isolation or _isolation_of(None)).report(

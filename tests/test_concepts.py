@@ -64,16 +64,27 @@ def test_explain_prints_four_depths_the_question_and_the_example():
     assert result.exit_code == 0
     assert result.output.startswith("matmul: Matrix product gradients\n")
     assert "Question: For Y = A @ B with upstream gradient G" in result.output
-    assert [d for d in DEPTHS if f"\n{d}:\n" in result.output] == list(DEPTHS)
+    assert [d for d in DEPTHS if f"\n{d}: " in result.output] == list(DEPTHS)
     assert "  (A @ B).backward(G)" in result.output
     one = CliRunner().invoke(main, ["explain", "matmul", "--depth", "senior"])
-    assert "\nsenior:\n" in one.output and "\njunior:\n" not in one.output
+    assert "\nsenior: " in one.output and "\njunior: " not in one.output
+
+
+@pytest.mark.parametrize("name", list(concepts()))
+def test_every_concept_fits_an_80_by_40_screen(monkeypatch, name):
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = CliRunner().invoke(main, ["explain", name]).output.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 80  # the example's code included
+    listed = CliRunner().invoke(main, ["explain"]).output.splitlines()
+    assert max(map(len, listed)) <= 80
 
 
 def test_explain_an_unknown_concept_is_a_usage_error():
     result = CliRunner().invoke(main, ["explain", "gradients"])
     assert result.exit_code == 2
     assert result.output.startswith("error: unknown concept 'gradients'; `grade explain` lists them (requires_grad, ")
+    typo = CliRunner().invoke(main, ["explain", "accumulaton"])
+    assert typo.output.startswith("error: unknown concept 'accumulaton' (did you mean accumulation?); ")
 
 
 def _ctx():

@@ -113,7 +113,9 @@ class _FileCommand(click.Command):
 @click.option("--only-specs", "only_specs", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="Spec folder or file to grade with instead of the shipped library (repeatable).")
 @click.option("--rubric", type=click.Path(dir_okay=False, path_type=Path), help="Rubric YAML replacing the default.")
-@click.option("--class-name", default="Tensor", show_default=True, help="The submission's tensor class.")
+@click.option("--class-name", default="Tensor", show_default=True,
+              help="The submission's tensor class. Without it, a file with no Tensor but one class that looks like "
+                   "an engine has that class graded.")
 @click.option("--max-examples", type=click.IntRange(1, 100_000), default=200, show_default=True,
               help="Random graphs tried by the core property check.")
 @click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
@@ -166,7 +168,7 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
                            time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree,
-                           variant=variant)
+                           variant=variant, pick_class=_defaulted("class_name"))
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if watch or practice:
         from harness.cli.watching import watch_file
@@ -198,6 +200,13 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
     sys.exit(exit_code(report))
+
+
+def _defaulted(parameter: str) -> bool:
+    """Whether ``parameter`` has its default value because the user gave none."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(parameter) is ParameterSource.DEFAULT
 
 
 def visibility_rules(rules: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -291,11 +300,12 @@ def explain(name: str | None, depth: str | None) -> None:
     """Explain the interview concept NAME behind a check (without NAME: list them)."""
     from harness.concepts import render_concept, render_list
 
+    width = terminal.width(sys.stdout)
     if name is None:
-        click.echo(render_list())
+        click.echo(render_list(width))
         return
     try:
-        click.echo(render_concept(name, depth))
+        click.echo(render_concept(name, depth, width))
     except HarnessError as exc:
         _fail(str(exc))
 

@@ -73,6 +73,7 @@ class Screen:
     def show(self, report: Report, *, final: bool) -> None:
         """Draw ``report``: the core level's early one (``final`` False), or the grade's own."""
         if final and self.practice is not None:
+            self.practice.width = terminal.width(sys.stdout)
             self.help_lines = self.practice.regraded(report)
         self._draw(report, final)
         if final:
@@ -97,7 +98,7 @@ class Screen:
             # One row stays free: the cursor's, after the last line, so that nothing scrolls.
             room = rows - 1 - len(status_lines) - _rows(extra, width)
             click.echo(render_text(report, self.colour, self.verbose, width=width, height=max(room, 8),
-                                   notes=self._notes(report), more=FULL_KEY if not self.verbose else ""))
+                                   notes=self._notes(report), more=FULL_KEY if not self.verbose else "", screen=True))
         else:
             from harness.report.formats import render
 
@@ -130,6 +131,7 @@ class Screen:
         """The next step of practice help: the screen drawn again with it."""
         if self.practice is None or self.shown is None:
             return
+        self.practice.width = terminal.width(sys.stdout)
         self.help_lines = self.practice.requested()
         self._draw(self.shown, True)
 

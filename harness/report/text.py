@@ -54,6 +54,8 @@ class _Part:
 class _Page:
     width: int
     style: Style
+    screen: bool = False
+    """Whether the height is in screen rows (a line wider than the screen takes two) rather than in lines."""
     parts: list[_Part] = field(default_factory=list)
 
     def add(self, *lines: str, rank: tuple[int, ...] | None = None,
@@ -72,7 +74,9 @@ class _Page:
         return [self.style(line, **style) if style else line for line in wrap(text, self.width, indent, hanging)]
 
     def rows(self, lines: list[str]) -> int:
-        """The screen rows ``lines`` take: a line wider than the screen (snippet code) takes more than one."""
+        """The rows ``lines`` take: on a screen, a line wider than it (snippet code) takes more than one."""
+        if not self.screen:
+            return len(lines)
         return sum(max(1, -(-len(click.unstyle(line)) // self.width)) for line in lines)
 
     def fitted(self, height: int | None) -> list[str]:
@@ -91,22 +95,25 @@ class _Page:
 
 
 def render_text(report: Report, colour: bool = False, verbose: bool = False, *, width: int | None = None,
-                height: int | None = None, notes: Sequence[str] = (), more: str = MORE_WITH_VERBOSE) -> str:
+                height: int | None = None, notes: Sequence[str] = (), more: str = MORE_WITH_VERBOSE,
+                screen: bool = False) -> str:
     """The report as text, ``width`` columns wide (100 by default).
 
-    Unless ``verbose``, it fits ``height`` screen rows (40 by default) when it can: the header, the
-    integrity findings, each root cause's first line, the level lines and the score line always
-    show; the first causes' explanation, hint and snippet fill the room that is left, in order.
-    ``notes`` (what changed since the last grade) come just before the score line; ``more`` says
-    where the rest is when something was left out.
+    Unless ``verbose``, it fits ``height`` lines (40 by default) when it can: the header, the
+    integrity findings, the first root cause in full, every other cause's first line, the level
+    lines and the score line always show; the next causes in full, then the failures no cause
+    explains, fill the room that is left, in order. On a ``screen`` (``--watch``) the height is in
+    rows, and even the first cause's explanation, hint and snippet give way, in that order, to
+    keep every cause's first line in view. ``notes`` (what changed since the last grade) come just
+    before the score line; ``more`` says where the rest is.
     """
     def style(text: str, **kw: Any) -> str:
         return click.style(text, **kw) if colour else text
 
-    page = _Page(width or DEFAULT_WIDTH, style)
+    page = _Page(width or DEFAULT_WIDTH, style, screen)
     _header(page, report)
     _integrity(page, report)
-    _fix_first(page, report, verbose)
+    _fix_first(page, report, verbose, first_in_full=not screen)
     causes = {check: (i, cause) for i, cause in enumerate(report.root_causes, 1) for check in cause.checks}
     page.add("")
     for level in LEVELS:
@@ -175,8 +182,9 @@ def _integrity(page: _Page, report: Report) -> None:
     page.add(*lines)
 
 
-def _fix_first(page: _Page, report: Report, verbose: bool) -> None:
-    """The root causes, the one to fix first first: what is wrong, where to look, one graph that shows it."""
+def _fix_first(page: _Page, report: Report, verbose: bool, first_in_full: bool = True) -> None:
+    """The root causes, the one to fix first first: what is wrong, where to look, one graph that shows it
+    (the first always, unless only the room that is left decides)."""
     style = page.style
     if report.diagnosis_error:
         page.add("", style("Fix first", bold=True),
@@ -201,7 +209,8 @@ def _fix_first(page: _Page, report: Report, verbose: bool) -> None:
                  _snippet(page, cause.snippet, "     "))
         if i > 1 and not verbose:  # past the first, a cause is shown whole or by its first line
             parts = ([line for lines in parts for line in lines],)
-        added = [page.add(*lines, rank=None if verbose else (i, n), needs=before) for n, lines in enumerate(parts)]
+        required = verbose or (i == 1 and first_in_full)
+        added = [page.add(*lines, rank=None if required else (i, n), needs=before) for n, lines in enumerate(parts)]
         before = frozenset(rank for rank in added if rank is not None)
         if verbose and cause.checks:
             shown = ", ".join(cause.checks[:4]) + (f" and {len(cause.checks) - 4} more" if len(cause.checks) > 4
