@@ -7,19 +7,18 @@ that runs with torch alone.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from dataclasses import dataclass
 from importlib import resources
-from typing import Final, Iterable, Mapping
+from typing import Final, Mapping
 
 import yaml
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, did_you_mean
 from harness.terminal import DEFAULT_WIDTH, wrap
 
 __all__ = ["Concept", "DEPTHS", "concepts", "concept", "explain_line", "with_explain_line", "render_concept", "render_list",
-           "did_you_mean"]
+           "markdown_table", "DOCS_BLOCK"]
 
 DEPTHS: Final = ("junior", "middle", "senior", "principal")
 _KEYS: Final = ("title", "question", *DEPTHS, "example")
@@ -57,12 +56,6 @@ def concept(name: str) -> Concept:
     return known[name]
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean X?)' for the choice ``word`` was most likely meant to be (a typo), else ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
 def explain_line(name: str) -> str:
     """The sentence that ends a failing check's hint."""
     return f"Read `grade explain {name}`."
@@ -93,3 +86,33 @@ def render_concept(name: str, depth: str | None = None, width: int = DEFAULT_WID
         lines += ["", *wrap(f"{d}: {' '.join(c.depths[d].split())}", width, "", "  ")]
     lines += ["", "Example (runs with torch alone):"] + ["  " + line for line in c.example.splitlines()]
     return "\n".join(lines)
+
+
+DOCS_BLOCK: Final = ("<!-- concepts: generated from harness/data/concepts.yaml by `python -m harness.concepts "
+                     "docs/specs.md` -->", "<!-- end of concepts -->")
+"""The lines around the concept table of a document, which ``python -m harness.concepts FILE`` writes again."""
+
+
+def markdown_table() -> list[str]:
+    """Every concept as a row of a Markdown table: its name and what it is about."""
+    return ["| concept | what it is about |", "|---|---|",
+            *(f"| `{c.name}` | {c.title} |" for c in concepts().values())]
+
+
+def with_table(document: str) -> str:
+    """``document`` with the table between the ``DOCS_BLOCK`` lines written from the concepts."""
+    start, end = DOCS_BLOCK
+    head, found, rest = document.partition(start + "\n")
+    _, found_end, tail = rest.partition(end)
+    if not found or not found_end:
+        raise ValueError(f"no '{start}' ... '{end}' block")
+    return head + start + "\n" + "\n".join(markdown_table()) + "\n" + end + tail
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    for name in sys.argv[1:]:
+        Path(name).write_text(with_table(Path(name).read_text(encoding="utf-8")), encoding="utf-8")
+        print(f"wrote the concept table of {name}")

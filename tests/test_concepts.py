@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -105,3 +106,15 @@ def test_a_failing_checks_hint_ends_with_the_explain_line():
     assert result.details["hint"].endswith(explain_line(result.concept))
     passing = run_check(Check("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None), _ctx(), {})
     assert "hint" not in passing.details
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_concept_table_of_the_spec_docs_is_the_data_files():
+    from harness.concepts import with_table
+
+    docs = ROOT / "docs" / "specs.md"
+    text = docs.read_text()
+    assert with_table(text) == text, "docs/specs.md lists other concepts: run `python -m harness.concepts docs/specs.md`"
+    assert all(f"| `{name}` |" in text for name in concepts())
