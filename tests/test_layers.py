@@ -29,7 +29,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
                              "harness.compare", "harness.lazy_modules", "harness.collector", "harness.concepts", "harness.agreements",
                              "harness.notebooks", "harness.report", "harness.report.model", "harness.report.safety",
-                             "harness.options", "harness.terminal")),
+                             "harness.options", "harness.terminal", "harness.graph_shapes")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
     ("integrity (static)", ("harness.preflight", "harness.integrity.*")),
     # Running the submission: the grader's side, the worker and its tripwires, the task's variants
