@@ -21,7 +21,7 @@ from harness.errors import HarnessError
 from harness.integrity.scan import Findings, inspect_source
 from harness.integrity.use import runs_at_import, settle
 from harness.options import GradeOptions
-from harness.plan import plan, planned_checks, spec_paths
+from harness.plan import declared_checks, in_order, planned_checks, spec_paths, spec_plan
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.protection import protect_grader
 from harness.report.model import CheckResult, Report, RootCause
@@ -78,7 +78,7 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
     opening = None if decided else Opening(sandbox, limits)
     try:
         protect_grader()
-        checks = plan(options)
+        declared = declared_checks(options)  # the spec cases are planned while the first checks run
     except BaseException:
         if opening is not None:
             opening.close()
@@ -86,7 +86,8 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
     if opening is None:
         # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
         # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
-        return _skipped_for_violation(_Grading(options, rubric, submission, _isolation_of(sandbox)), checks, started)
+        return _skipped_for_violation(_Grading(options, rubric, submission, _isolation_of(sandbox)),
+                                      in_order(declared + spec_plan(options), options), started)
     try:
         box = opening.result()
     except SandboxUnavailable as exc:
@@ -104,8 +105,8 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
     watchdog.start()
     try:
         timings = {"setup": time.perf_counter() - started}
-        report = _run(_Grading(options, rubric, submission, box.isolation, box.isolation_note), checks, box, started,
-                      timings, core_graded if options.level == "all" and not options.levels else None)
+        report = _run(_Grading(options, rubric, submission, box.isolation, box.isolation_note), declared, box,
+                      started, timings, core_graded if options.level == "all" and not options.levels else None)
     finally:
         watchdog.cancel()
         opening.close()  # what the grade opened itself; never raises: clean-up never changes a verdict
@@ -178,11 +179,12 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[Check], started: 
                           found=_found(static, grading.options.variant), causes=causes, diagnosis_error=failure)
 
 
-def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: float, timings: dict[str, float],
-         core_graded: CoreGraded | None = None) -> Report:
-    """Run ``checks`` on the submission in ``sandbox``, diagnose the failures, and score."""
+def _run(grading: _Grading, declared: Sequence[Check], sandbox: Sandbox, started: float,
+         timings: dict[str, float], core_graded: CoreGraded | None = None) -> Report:
+    """Run the ``declared`` checks and the spec cases (planned meanwhile) on the submission in ``sandbox``,
+    diagnose the failures, and score."""
     from harness.checks.context import Context, Shared
-    from harness.checks.run import run_checks, start, triage
+    from harness.checks.run import probes, run_checks, start, triage
 
     options, submission = grading.options, grading.submission
     static, path = submission.findings, submission.path
@@ -196,19 +198,31 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
 
     hello, status, message = start(new_context(), submission.text, options.class_name, timings)
     if hello is None:
+        spec_plan(options)  # a spec author's error is still the grader's one-line error
         return grading.report(status, message, [], {}, timings, found=_found(settle_run(static, submission, shared),
                                                                               options.variant, shared))
     members = frozenset(hello.get("members", []))
-    results, runnable = triage(checks, members, hello.get("features", {}), options.class_name, grading.excuse)
-    core = [c for c in checks if c.level == "core"]
+    results, runnable = triage(declared, members, hello.get("features", {}), options.class_name, grading.excuse)
+    checks = list(declared)
+
+    def specs() -> list[Check]:
+        t0 = time.perf_counter()
+        cases = spec_plan(options)
+        checks[:] = in_order([*declared, *cases], options)  # the plan's order: by level, declared first
+        found, run = triage(cases, members, hello.get("features", {}), options.class_name, grading.excuse)
+        results.update(found)
+        timings["specs"] = time.perf_counter() - t0
+        return run
 
     def core_done(finished: dict[str, CheckResult]) -> None:
         assert core_graded is not None
+        core = [c for c in checks if c.level == "core"]
         core_graded(_scored(grading, core, {**results, **finished}, shared, dict(timings), started, ("core",)))
 
     results.update(run_checks(runnable, lambda: new_context(members), timings,
-                              first=frozenset(c.id for c in core) if core_graded is not None else frozenset(),
-                              first_done=core_done if core_graded is not None else None))
+                              first=(lambda c: c.level == "core") if core_graded is not None else lambda c: False,
+                              first_done=core_done if core_graded is not None else None,
+                              before=[probes(hello, submission.text, options.class_name)], later=specs))
     return _scored(grading, checks, results, shared, timings, started)
 
 
