@@ -27,6 +27,8 @@ __all__ = ["watch_file", "Screen", "GRADED"]
 GRADED = ("graded", "integrity_violation")
 """The statuses of a report that graded checks: the ones the next save is compared with."""
 PENDING = "grading the follow-ups and extensions..."
+TICK = 0.05
+"""Seconds between two looks at the file: a save waits half of it on average before its grade starts."""
 FULL_KEY = "f and Enter: the full report"
 
 
@@ -144,9 +146,9 @@ class Screen:
         while _stamp(self.path) == before:
             # A stat() per tick costs nothing; the candidate waits for the tick.
             if not listening:
-                time.sleep(0.1)
+                time.sleep(TICK)
                 continue
-            line = _line_within(0.1)
+            line = _line_within(TICK)
             if line is None:
                 continue
             if line is False:
