@@ -10,6 +10,7 @@ broken line would not run). Candidate text is escaped (``safety``).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Final, Sequence
@@ -95,7 +96,7 @@ class _Page:
 
 
 def render_text(report: Report, colour: bool = False, verbose: bool = False, *, width: int | None = None,
-                height: int | None = None, notes: Sequence[str] = (), more: str = MORE_WITH_VERBOSE,
+                height: int | None = None, notes: Sequence[str] = (), more: str | None = None,
                 screen: bool = False) -> str:
     """The report as text, ``width`` columns wide (100 by default).
 
@@ -105,7 +106,7 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False, *, 
     explains, fill the room that is left, in order. On a ``screen`` (``--watch``) the height is in
     rows, and even the first cause's explanation, hint and snippet give way, in that order, to
     keep every cause's first line in view. ``notes`` (what changed since the last grade) come just
-    before the score line; ``more`` says where the rest is.
+    before the score line; ``more`` says where the rest is (by default, ``-v``; '' says nothing).
     """
     def style(text: str, **kw: Any) -> str:
         return click.style(text, **kw) if colour else text
@@ -115,7 +116,8 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False, *, 
     _integrity(page, report)
     _fix_first(page, report, verbose, first_in_full=not screen)
     causes = {check: (i, cause) for i, cause in enumerate(report.root_causes, 1) for check in cause.checks}
-    page.add("")
+    if report.checks and not verbose:
+        page.add("")  # the level lines, one block
     for level in LEVELS:
         checks = [c for c in report.checks if c.level == level]
         if checks:
@@ -130,6 +132,8 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False, *, 
     if verbose:
         page.add(*score)
         return "\n".join(page.fitted(None))
+    if more is None:
+        more = MORE_WITH_VERBOSE if report.root_causes else "-v lists every check"
     if more and report.checks:  # where the rest is: a newcomer learns it here
         page.add(*page.wrapped(f"({more})", fg="bright_black"))
     page.add(*score)
@@ -375,8 +379,6 @@ def _last_line(page: _Page, report: Report) -> list[str]:
 
 def _gist(message: str) -> str:
     """A failure's message without the graph it ran: what several failing checks may have in common."""
-    import re
-
     return _first(re.sub(r"^running [^:]*: ", "", message), 140)
 
 
