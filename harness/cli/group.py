@@ -127,7 +127,9 @@ class _FileCommand(click.Command):
                    "checks of what was agreed away are not required.")
 @click.option("--variant", type=click.Choice(("tensor", "function")), default="tensor", show_default=True,
               help="function: each op is a torch.autograd.Function run by torch's engine (its formulas are graded).")
-@click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("--watch", is_flag=True,
+              help="Grade again on every save: the core level first, each screen fitted to the terminal (f and Enter: "
+                   "the full report; Ctrl-C: stop, exit code 130).")
 @click.option("--practice", is_flag=True,
               help="With --watch (implied): a timed practice session, help one step at a time, then follow-ups.")
 @click.option("--practice-minutes", type=click.FloatRange(1), default=45.0, show_default=True,
