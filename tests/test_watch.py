@@ -98,6 +98,7 @@ def _same(report: Report) -> dict:
     return data
 
 
+@pytest.mark.slow
 def test_the_watch_reports_are_a_plain_grades_of_the_file_and_of_its_core_level(launcher):
     path = BUGS / "recursive_build_topo.py"
     options = GradeOptions(max_examples=10)
