@@ -33,7 +33,9 @@ UNEXPLAINED_PER_LEVEL: Final = 3
 """Failures no root cause explains, one line each per level in the default report; the rest are counted."""
 EXPANDED_PER_LEVEL: Final = 3
 """Such failures expanded (message, snippet, hint) per level with ``verbose``, before the rest are grouped."""
-_OUTPUT_LINES: Final = 5
+_OUTPUT_LINES: Final = 3
+"""Lines of what the submission printed, per stream, in the default report (``verbose``: ``_OUTPUT_LINES_ALL``)."""
+_OUTPUT_LINES_ALL: Final = 20
 MORE_WITH_VERBOSE: Final = "-v shows every check and every cause in full"
 """The line that says where the rest of a default report is."""
 
@@ -49,6 +51,8 @@ class _Part:
     rank: tuple[int, ...] | None = None
     needs: frozenset[tuple[int, ...]] = frozenset()
     """The ranks of the parts that must be shown for this one to be (the causes before it, in full)."""
+    unless: tuple[int, ...] | None = None
+    """A required part that says what an optional one would have shown: dropped when that one is shown."""
 
 
 @dataclass
@@ -60,11 +64,12 @@ class _Page:
     parts: list[_Part] = field(default_factory=list)
 
     def add(self, *lines: str, rank: tuple[int, ...] | None = None,
-            needs: frozenset[tuple[int, ...]] = frozenset()) -> tuple[int, ...] | None:
+            needs: frozenset[tuple[int, ...]] = frozenset(), unless: tuple[int, ...] | None = None
+            ) -> tuple[int, ...] | None:
         """Add ``lines`` (optional ones with their ``rank``); the rank added, None for nothing optional."""
         if not lines:
             return None
-        self.parts.append(_Part(list(lines), rank, needs))
+        self.parts.append(_Part(list(lines), rank, needs, unless))
         return rank
 
     def optional(self) -> frozenset[tuple[int, ...]]:
@@ -84,7 +89,7 @@ class _Page:
         """The lines shown: every required part, and the optional ones in rank order while ``height`` rows have
         room."""
         if height is None:
-            return [line for part in self.parts for line in part.lines]
+            return [line for part in self.parts if part.unless is None for line in part.lines]
         room = height - sum(self.rows(p.lines) for p in self.parts if p.rank is None)
         shown: set[tuple[int, ...]] = set()
         for part in sorted((p for p in self.parts if p.rank is not None), key=lambda p: p.rank or ()):
@@ -92,7 +97,8 @@ class _Page:
                 room -= self.rows(part.lines)
                 assert part.rank is not None
                 shown.add(part.rank)
-        return [line for p in self.parts if p.rank is None or p.rank in shown for line in p.lines]
+        return [line for p in self.parts if (p.rank is None and p.unless not in shown) or p.rank in shown
+                for line in p.lines]
 
 
 def render_text(report: Report, colour: bool = False, verbose: bool = False, *, width: int | None = None,
@@ -125,7 +131,7 @@ def render_text(report: Report, colour: bool = False, verbose: bool = False, *, 
     table = saved_table(report)
     if table is not None:
         page.add(*text_lines(table, full=verbose, width=page.width))
-    _output(page, report)
+    _output(page, report, _OUTPUT_LINES_ALL if verbose else _OUTPUT_LINES)
     if notes:
         page.add("", style(notes[0], bold=True), *(line for note in notes[1:] for line in page.wrapped(note, "  ")))
     score = ["", *_last_line(page, report)]
@@ -346,17 +352,26 @@ def _expand(page: _Page, c: CheckResult) -> list[str]:
     return out
 
 
-def _output(page: _Page, report: Report) -> None:
-    for stream in ("stdout", "stderr"):
+def _output(page: _Page, report: Report, most: int) -> None:
+    """What the submission printed, per stream: its first line always, the next ones (up to ``most``) while there
+    is room, and how many there are when some are left out."""
+    verbose = most > _OUTPUT_LINES
+    for n, stream in enumerate(("stdout", "stderr")):
         text = report.output.get(stream, "").strip()
-        if text:
-            shown = text.splitlines()
-            lines = ["", page.style(f"the submission wrote to {stream}:", bold=True)]
-            lines += [clip("  | " + printable(line), page.width) for line in shown[:_OUTPUT_LINES]]
-            if len(shown) > _OUTPUT_LINES:
-                lines += wrap(f"... ({len(shown) - _OUTPUT_LINES} more lines; the JSON report has them all)",
-                              page.width, "  | ", "  | ")
-            page.add(*lines)
+        if not text:
+            continue
+        shown = [clip("  | " + printable(line), page.width) for line in text.splitlines()]
+        page.add("", page.style(f"the submission wrote to {stream}:", bold=True), shown[0])
+        where = "the JSON report has every one" if verbose else \
+            f"-v shows up to {_OUTPUT_LINES_ALL}, the JSON report every one"
+        left_out = page.wrapped(f"... ({len(shown)} lines in all: {where})", "  | ", "  | ")
+        if len(shown) > most:
+            page.add(*shown[1:most], rank=(1, 5, n))
+            page.add(*left_out)
+        elif len(shown) > 1:
+            # Every line fits within ``most``: the count is said only when the screen has no room for them.
+            page.add(*shown[1:], rank=(1, 5, n))
+            page.add(*left_out, unless=(1, 5, n))
 
 
 def _last_line(page: _Page, report: Report) -> list[str]:

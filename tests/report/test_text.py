@@ -109,3 +109,31 @@ def test_verbose_shows_every_cause_in_full_and_every_check():
 def test_the_default_report_says_where_the_rest_is():
     assert "(-v shows every check and every cause in full)" in render_text(_report())
     assert "(f and Enter: the full report)" in render_text(_report(), more="f and Enter: the full report")
+
+
+def _printing(stdout_lines: int) -> Report:
+    from dataclasses import replace
+
+    return replace(_report(causes=1, unexplained=0), output={"stdout": "\n".join(f"epoch {i}" for i in
+                                                                              range(stdout_lines))})
+
+
+def test_what_the_submission_printed_shows_its_first_line_always_and_more_with_v():
+    crowded = render_text(_printing(50), width=80, height=20).splitlines()
+    at = crowded.index("the submission wrote to stdout:")
+    assert crowded[at + 1:at + 3] == ["  | epoch 0", "  | ... (50 lines in all: -v shows up to 20, the JSON report "
+                                                     "every one)"]
+    roomy = render_text(_printing(50), width=80, height=200)
+    assert "  | epoch 2\n  | ... (50 lines in all" in roomy and "epoch 3" not in roomy
+    verbose = render_text(_printing(50), verbose=True, width=80)
+    assert "  | epoch 19\n  | ... (50 lines in all: the JSON report has every one)" in verbose
+    assert "epoch 20" not in verbose
+
+
+def test_a_count_of_printed_lines_is_said_only_when_some_are_left_out():
+    roomy = render_text(_printing(2), width=80, height=200)
+    assert "  | epoch 0\n  | epoch 1\n" in roomy and "lines in all" not in roomy
+    crowded = render_text(_printing(2), width=80, height=20)
+    assert "  | epoch 0\n  | ... (2 lines in all" in crowded and "epoch 1" not in crowded
+    assert "lines in all" not in render_text(_printing(2), verbose=True, width=80)
+    assert "lines in all" not in render_text(_printing(1), width=80, height=20)
