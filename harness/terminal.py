@@ -12,7 +12,7 @@ import os
 import textwrap
 from typing import Final, TextIO
 
-__all__ = ["DEFAULT_WIDTH", "MIN_WIDTH", "SCREEN_LINES", "width", "height", "wrap", "clip"]
+__all__ = ["DEFAULT_WIDTH", "MIN_WIDTH", "SCREEN_LINES", "width", "height", "wrap", "clip", "for_stream"]
 
 DEFAULT_WIDTH: Final = 100
 """Columns when the width is unknown (a pipe, a file)."""
@@ -73,3 +73,11 @@ def wrap(text: str, columns: int, indent: str = "", hanging: str | None = None) 
 def clip(text: str, columns: int) -> str:
     """``text`` cut to ``columns``, with '...' where it was cut."""
     return text if len(text) <= columns else text[: max(0, columns - 3)].rstrip() + "..."
+
+
+def for_stream(text: str, stream: TextIO | None) -> str:
+    """``text`` (a one-line message such as an error) wrapped to ``stream``'s width when a person reads it there;
+    piped, left one line, for the log or tool that reads it."""
+    if _size(stream) is None:
+        return text
+    return "\n".join(wrap(text, width(stream), "", "  "))

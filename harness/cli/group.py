@@ -232,7 +232,7 @@ def _gradescope_fail(message: str, advice: str = "") -> None:
     output = f"could not be graded: {message}" + (f"\n\n{advice}" if advice else "")
     click.echo(json.dumps({"score": 0.0, "output": output, "output_format": "text",
                            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}, indent=2))
-    click.echo(f"error: {message}", err=True)
+    click.echo(terminal.for_stream(f"error: {message}", sys.stderr), err=True)
     sys.exit(2)
 
 
@@ -341,6 +341,6 @@ def _fail(message: str, gradescope_advice: str = "") -> None:
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get("harness.gradescope"):
         _gradescope_fail(message, gradescope_advice)
-    click.echo(f"error: {message}", err=True)
+    click.echo(terminal.for_stream(f"error: {message}", sys.stderr), err=True)
     sys.exit(2)
 

@@ -50,7 +50,7 @@ def watch_file(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, 
                 try:
                     report = watch.grade(path, lambda core: screen.show(core, final=False))
                 except HarnessError as exc:
-                    click.echo(f"error: {exc}", err=True)
+                    click.echo(terminal.for_stream(f"error: {exc}", sys.stderr), err=True)
                 if report is not None:
                     screen.show(report, final=True)
                     if output_dir is not None:
