@@ -1,5 +1,5 @@
 """The ``--watch`` screen at a terminal: each redraw fits it and keeps Fix first in view, what changed is told
-against the last graded save, and Ctrl-C ends everything with the shell's 130."""
+against the last graded save, and Ctrl-C ends everything (a plain grade too) with the shell's 130."""
 
 from __future__ import annotations
 
@@ -238,3 +238,29 @@ def test_ctrl_c_ends_a_practice_session_with_130(tmp_path):
         assert not _alive(below)
     finally:
         t.close()
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_plain_grade_with_130_even_when_the_submission_ignores_it(tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_text((ROOT / "tests" / "solutions" / "hostile_infinite_loop.py").read_text())  # backward never returns
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", str(path), "--max-examples", "10"], cwd=ROOT,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _descendants(process.pid):  # the sandbox is up: the grade is under way
+            assert time.monotonic() < deadline and process.poll() is None, "no sandbox started"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        below = _descendants(process.pid)
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends: the whole foreground group
+        _, stderr = process.communicate(timeout=10)
+        assert process.returncode == 130, stderr[-2000:]
+        assert "Aborted!" not in stderr and "Traceback" not in stderr
+        time.sleep(1.0)
+        assert not _alive(below), "processes of the grade outlived it"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)

@@ -190,13 +190,15 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     if isinstance(early, Report):
         report = early
     else:
-        launcher = _launcher(isolation)
+        launcher = None
         try:
+            launcher = _launcher(isolation)  # a Ctrl-C while the sandbox starts is an interrupt too
             report = _grade(early, options, launcher)
         except KeyboardInterrupt:
             interrupted()  # the sandbox closes on the way out
         finally:
-            launcher.close()
+            if launcher is not None:
+                launcher.close()
     click.echo(render(report, fmt, colour=colour, verbose=verbose, visibility=rules, width=terminal.width(sys.stdout),
                       height=max(terminal.SCREEN_LINES, terminal.height(sys.stdout) or 0)))
     if output_dir is not None:
