@@ -268,7 +268,6 @@ def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (
             "tags": [c.level, c.concept],
             "execution_time": round(c.seconds, 3),
         })
-    tests.sort(key=lambda t: tuple(int(part) for part in t["number"].split(".")))
     return {
         "score": round(report.score, 2),
         "max_score": round(report.max_score, 2),
@@ -283,8 +282,9 @@ def gradescope_results(report: Report, visibility: Sequence[tuple[str, str]] = (
 
 
 def test_numbers(checks: Sequence[CheckResult]) -> list[str]:
-    """Gradescope's ``number`` for each check (``1.2.3``: level, concept within it, check within that), which
-    orders a student's page by level and groups each concept's checks together."""
+    """Gradescope's ``number`` for each check (``1.2.3``: level, concept within it, check within that), by which
+    Gradescope orders a student's page: by level, each concept's checks together. The tests themselves stay
+    in the report's order."""
     concepts: dict[str, list[str]] = {}
     within: dict[tuple[str, str], int] = {}
     numbers = []
