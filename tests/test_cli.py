@@ -115,6 +115,7 @@ def test_a_usage_error_names_only_what_the_user_types(submission):
     assert "grade file" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_file_whose_one_engine_class_is_value_is_graded_and_the_report_says_so(invoke, tmp_path):
     import re
 
