@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from harness import __version__
 from harness.agreements import Agreements
@@ -22,7 +22,7 @@ from harness.errors import HarnessError
 from harness.integrity.scan import Findings, inspect_source
 from harness.integrity.use import runs_at_import, settle
 from harness.options import GradeOptions
-from harness.plan import plan, planned_checks, spec_paths
+from harness.plan import declared_checks, in_order, planned_checks, spec_paths, spec_plan
 from harness.preflight import Submission, Unrunnable, read_submission
 from harness.protection import protect_grader
 from harness.stubs import stub_members
@@ -48,21 +48,31 @@ def grade(path: Path, options: GradeOptions, sandbox: Launcher | Sandbox) -> Rep
     return early if isinstance(early, Report) else grade_submission(early, options, sandbox)
 
 
-def grade_submission(submission: Submission, options: GradeOptions, sandbox: Launcher | Sandbox) -> Report:
+CoreGraded = Callable[[Report], None]
+"""Hears the core level's report of a grade of every level, as soon as its checks are in."""
+
+
+def grade_submission(submission: Submission, options: GradeOptions, sandbox: Launcher | Sandbox, *,
+                     core_graded: CoreGraded | None = None) -> Report:
     """Grade a submission ``preflight`` has read. Raises HarnessError for bad input to the grader itself.
 
     ``sandbox`` is where the submission runs: a ``Sandbox`` the caller opened for it (and
     closes), or the ``Launcher`` to open one from, once the grader's own imports are done
     (its template imports torch meanwhile); that one is closed when the grade ends.
+    With ``core_graded`` (and every level graded), the core level's checks run first and
+    ``core_graded`` hears their report (scored and diagnosed as a grade of the core level
+    alone would be) while the other levels run: ``--watch`` shows it first.
     """
     _check_options(options)
-    return grade_scanned(scanned(submission, options.variant), options, sandbox)
+    return grade_scanned(scanned(submission, options.variant), options, sandbox, core_graded=core_graded)
 
 
-def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launcher | Sandbox) -> Report:
-    """``grade_submission`` of a submission ``scanned`` already, with options ``preflight`` checked: ``--watch``
-    grades a save in two halves (the core level first), and scans it once."""
+def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launcher | Sandbox, *,
+                  core_graded: CoreGraded | None = None) -> Report:
+    """``grade_submission`` of a submission ``scanned`` already, with options ``preflight`` checked."""
     started = time.perf_counter()
+    if submission.class_name:  # preflight picked the file's one engine class: it is the one graded
+        options = dataclasses.replace(options, class_name=submission.class_name)
     rubric = load_rubric(options.rubric)
     limits = sandbox_limits(options)
     decided = bool(submission.findings.violations) and runs_at_import(submission.text, submission.findings)
@@ -70,7 +80,7 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
     opening = None if decided else Opening(sandbox, limits)
     try:
         protect_grader()
-        checks = plan(options)
+        declared = declared_checks(options)  # the spec cases are planned while the first checks run
     except BaseException:
         if opening is not None:
             opening.close()
@@ -78,7 +88,8 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
     if opening is None:
         # Proof from the source alone, on a line that runs at import: nothing is run, every check is skipped.
         # (A violation inside functions only is proof once one of them runs: the grade goes on and looks.)
-        return _skipped_for_violation(_Grading(options, rubric, submission, _isolation_of(sandbox)), checks, started)
+        return _skipped_for_violation(_Grading(options, rubric, submission, _isolation_of(sandbox)),
+                                      in_order(declared + spec_plan(options), options), started)
     try:
         box = opening.result()
     except SandboxUnavailable as exc:
@@ -96,8 +107,8 @@ def grade_scanned(submission: Submission, options: GradeOptions, sandbox: Launch
     watchdog.start()
     try:
         timings = {"setup": time.perf_counter() - started}
-        report = _run(_Grading(options, rubric, submission, box.isolation, box.isolation_note), checks, box, started,
-                      timings)
+        report = _run(_Grading(options, rubric, submission, box.isolation, box.isolation_note), declared, box,
+                      started, timings, core_graded if options.level == "all" and not options.levels else None)
     finally:
         watchdog.cancel()
         opening.close()  # what the grade opened itself; never raises: clean-up never changes a verdict
@@ -118,7 +129,8 @@ def preflight(path: Path, options: GradeOptions, *, isolation: str | None = None
     """
     _check_options(options)
     try:
-        return read_submission(path, options.class_name, follow_links=options.follow_links)
+        return read_submission(path, options.class_name, follow_links=options.follow_links,
+                               pick_class=options.pick_class)
     except Unrunnable as exc:
         unread = Submission(Path(path), "", exc.sha256, Findings())
         return _Grading(options, load_rubric(options.rubric), unread, isolation or _isolation_of(None)).report(
@@ -171,12 +183,12 @@ def _skipped_for_violation(grading: _Grading, checks: Sequence[Check], started: 
                           found=_found(static, grading.options.variant), causes=causes, diagnosis_error=failure)
 
 
-def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: float, timings: dict[str, float]
-         ) -> Report:
-    """Run ``checks`` on the submission in ``sandbox``, diagnose the failures, and score."""
+def _run(grading: _Grading, declared: Sequence[Check], sandbox: Sandbox, started: float,
+         timings: dict[str, float], core_graded: CoreGraded | None = None) -> Report:
+    """Run the ``declared`` checks and the spec cases (planned meanwhile) on the submission in ``sandbox``,
+    diagnose the failures, and score."""
     from harness.checks.context import Context, Shared
-    from harness.checks.run import run_checks, start, triage
-    from harness.diagnosis.causes import diagnose_safely
+    from harness.checks.run import probes, run_checks, start, triage
 
     options, submission = grading.options, grading.submission
     static, path = submission.findings, submission.path
@@ -188,21 +200,55 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
                        shared, seed=options.seed, max_examples=options.max_examples, variant=options.variant,
                        members=members)
 
-    def settled() -> Findings:
-        return settle(static, submission.text, shared.ran) if static.violations else static
-
     hello, status, message = start(new_context(), submission.text, options.class_name, timings)
     if hello is None:
-        return grading.report(status, message, [], {}, timings, found=_found(settled(), options.variant, shared))
+        spec_plan(options)  # a spec author's error is still the grader's one-line error
+        return grading.report(status, message, [], {}, timings, found=_found(settle_run(static, submission, shared),
+                                                                              options.variant, shared))
     stubs = _stubs(submission.text, options.class_name)
     members = frozenset(hello.get("members", [])) - set(stubs)
-    results, runnable = triage(checks, members, hello.get("features", {}), options.class_name, grading.excuse, stubs)
-    results.update(run_checks(runnable, lambda: new_context(members), timings))
+    results, runnable = triage(declared, members, hello.get("features", {}), options.class_name, grading.excuse, stubs)
+    checks = list(declared)
+
+    def specs() -> list[Check]:
+        t0 = time.perf_counter()
+        cases = spec_plan(options)
+        checks[:] = in_order([*declared, *cases], options)  # the plan's order: by level, declared first
+        found, run = triage(cases, members, hello.get("features", {}), options.class_name, grading.excuse, stubs)
+        results.update(found)
+        timings["specs"] = time.perf_counter() - t0
+        return run
+
+    def core_done(finished: dict[str, CheckResult]) -> None:
+        assert core_graded is not None
+        core = [c for c in checks if c.level == "core"]
+        core_graded(_scored(grading, core, {**results, **finished}, shared, dict(timings), started, ("core",)))
+
+    results.update(run_checks(runnable, lambda: new_context(members), timings,
+                              first=(lambda c: c.level == "core") if core_graded is not None else lambda c: False,
+                              first_done=core_done if core_graded is not None else None,
+                              before=[probes(hello, submission.text, options.class_name)], later=specs))
     t0 = time.perf_counter()
     experiments = _experiments(results.values(), new_context(members), members, shared)
     timings["experiments"] = time.perf_counter() - t0
+    return _scored(grading, checks, results, shared, timings, started, experiments=experiments)
+
+
+def settle_run(static: Findings, submission: Submission, shared: Shared) -> Findings:
+    """The static findings, each violation in a function that never ran (so far) turned into a review entry."""
+    return settle(static, submission.text, shared.ran) if static.violations else static
+
+
+def _scored(grading: _Grading, checks: Sequence[Check], results: dict[str, CheckResult], shared: Shared,
+            timings: dict[str, float], started: float, levels: Sequence[str] | None = None,
+            experiments: Sequence[Any] = ()) -> Report:
+    """The report of ``checks``' results: diagnosed (with the experiments' outcomes), scored, with everything
+    the grade found so far."""
+    from harness.diagnosis.causes import diagnose_safely
+
+    options = grading.options
     t0 = time.perf_counter()
-    static = settled()
+    static = settle_run(grading.submission.findings, grading.submission, shared)
     ordered = hidden_marked([results[c.id] for c in checks], checks)
     points = allot(grading.rubric, ordered, excused(ordered))
     graded, causes, failure = diagnose_safely(ordered, (*static.violations, *kept(shared.violations, options.variant)),
@@ -211,7 +257,7 @@ def _run(grading: _Grading, checks: Sequence[Check], sandbox: Sandbox, started: 
     timings["diagnosis"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
     return grading.report("graded", "", graded, points, timings, found=_found(static, options.variant, shared),
-                          causes=causes, diagnosis_error=failure)
+                          causes=causes, diagnosis_error=failure, levels=levels)
 
 
 def hidden_marked(results: Sequence[CheckResult], checks: Sequence[Check]) -> list[CheckResult]:
@@ -283,12 +329,15 @@ class _Grading:
 
     def report(self, status: str, message: str, results: Sequence[CheckResult], points: dict[str, float],
                timings: dict[str, float], *, found: _Found = _Found(), causes: tuple[RootCause, ...] = (),
-               diagnosis_error: str = "") -> Report:
-        """The Report: ``results`` scored with ``points`` (``report.score.allot``), and everything the grade found."""
+               diagnosis_error: str = "", levels: Sequence[str] | None = None) -> Report:
+        """The Report: ``results`` scored with ``points`` (``report.score.allot``), and everything the grade found;
+        ``levels`` are the levels it covers (by default, the ones the options grade)."""
         options = self.options
         if found.violations and status == "graded":
             status = "integrity_violation"
-        scores = score(results, points, self.rubric, LEVELS if options.level == "all" else (options.level,),
+        if levels is None:
+            levels = LEVELS if options.level == "all" else (options.level,)
+        scores = score(results, points, self.rubric, levels,
                        excused=excused(results), graded=status == "graded", needs_review=bool(found.review))
         return Report(
             file=str(self.submission.path), status=status, score=scores.total, max_score=scores.max_score,

@@ -14,7 +14,7 @@ Adding an op (tests/test_op_recipe.py fails naming the next step while one is mi
    it, torch's forward, syntax, the candidate's member, its domain rule, and what random
    graphs need to draw it: a default or a drawer (``param_drawers``) for every param, its
    ``rank`` when it takes (N, C, H, W) tensors only, whether it ``keeps_integers``; its
-   ``concept`` is one ``grade explain`` knows (harness/data/concepts.yaml).
+   ``concept`` (and any it ``teaches`` besides) is one ``grade explain`` knows (harness/data/concepts.yaml).
 2. The reference rule: the member on ``Tensor`` in reference/engine.py, forward and
    backward side by side (tests/test_ops.py holds it to torch autograd).
 3. The template stub: a ``def MEMBER`` line in candidate_template/solution.py, the file
@@ -88,6 +88,9 @@ class OpSpec:
     """Whole-number inputs give whole-number results with no rounding (not mean, a division, exp):
     random graphs then know a zero before relu or a tie is exact in every engine."""
     concept: str = "ops"
+    teaches: tuple[str, ...] = ()
+    """Concepts a graph with this op exercises besides ``concept``, the one its failures are charged to
+    (``@``: the matmul gradients): ``grade spec new`` names them all for a new case."""
     doc: str = ""
     result_size: Callable[..., int] | None = None
     """How many elements the op returns, from its operands' shapes (a number's is ``()``), where that is not the
@@ -330,9 +333,9 @@ OPS: Final[dict[str, OpSpec]] = {
                number_slots=(0, 1), domain=_same_or_broadcast, broadcasts=True, doc="elementwise product"),
         OpSpec("matmul", "core", (_T, _T), lambda a, b: a @ b, lambda a, b: a @ b, "{0} @ {1}", "__matmul__",
                result_size=lambda a, b: math.prod(a[:-1]) * math.prod(b[-1:]),
-               domain=_matmul_rule, doc="2-D matrix product (n, m) @ (m, p)"),
+               domain=_matmul_rule, teaches=("matmul",), doc="2-D matrix product (n, m) @ (m, p)"),
         OpSpec("relu", "core", (_T,), lambda a: a.relu(), lambda a: a.relu(), "{0}.relu()", "relu",
-               smooth=False, doc="max(x, 0); gradient 0 at x == 0"),
+               smooth=False, teaches=("routing",), doc="max(x, 0); gradient 0 at x == 0"),
         OpSpec("sum", "core", (_T,), lambda a: a.sum(), lambda a: a.sum(), "{0}.sum()", "sum",
                concept="shapes", doc="sum of all elements"),
         # follow-ups

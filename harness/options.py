@@ -15,6 +15,9 @@ class GradeOptions:
     level: str = "all"
     seed: int = 0
     class_name: str = "Tensor"
+    pick_class: bool = False
+    """When the file binds no ``class_name`` but defines exactly one class that looks like an engine, grade that
+    one (``grade FILE`` without ``--class-name``); the report's header names it."""
     specs: tuple[Path, ...] = ()
     """Spec folders or files added to the shipped library (with ``replace_specs``, used instead of it)."""
     replace_specs: bool = False

@@ -15,8 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Final, Sequence
 
+import re
+
 from harness.concepts import concept, concepts, explain_line
+from harness.ops import OPS
 from harness.report.model import CheckResult, Report
+from harness.terminal import DEFAULT_WIDTH, wrap
 from harness.vocabulary import FAILING
 
 __all__ = ["Practice", "FOLLOW_UPS", "STEPS", "DEFAULT_MINUTES"]
@@ -52,11 +56,15 @@ class _Help:
     """Steps shown so far (1 = the question)."""
     hint: str = ""
     snippet: str = ""
+    op: str | None = None
+    """The op the failures are about, when one is (named wherever the texts say "this op")."""
 
 
 @dataclass
 class Practice:
     minutes: float = DEFAULT_MINUTES
+    width: int = DEFAULT_WIDTH
+    """The columns the help is wrapped to (the terminal's; snippet code is never wrapped)."""
     clock: Callable[[], float] = time.monotonic
     started: float = field(default=-1.0)
     helps: dict[str, _Help] = field(default_factory=dict)
@@ -82,7 +90,7 @@ class Practice:
             self.failing = _failing_concepts(report, checks)
         for name in self.failing:
             help_ = self.helps.setdefault(name, _Help(name))
-            help_.hint, help_.snippet = _hint_and_snippet(report, name)
+            help_.hint, help_.snippet, help_.op = _hint_and_snippet(report, name)
             help_.revealed = min(len(STEPS), help_.revealed + 1)
         return self.lines()
 
@@ -104,13 +112,13 @@ class Practice:
         if _core_passes(self.report):
             lines += self._follow_up_lines(self.report)
         elif not self.failing:
-            lines.append("  nothing failed, but the core level is not complete yet (see the report above)")
+            lines += self._wrap("nothing failed, but the core level is not complete yet (see the report above)")
         for name in self.failing[:3]:
             lines += self._help_lines(self.helps[name])
         if len(self.failing) > 3:
-            lines.append(f"  ... and {len(self.failing) - 3} more failing concepts once these pass")
+            lines += self._wrap(f"... and {len(self.failing) - 3} more failing concepts once these pass")
         if self.failing:
-            lines.append("  (press h and Enter for the next step of help; save the file to grade again)")
+            lines += self._wrap("(press h and Enter for the next step of help; save the file to grade again)")
         return lines
 
     def timer(self) -> str:
@@ -120,29 +128,60 @@ class Practice:
         tail = f"{_clock(left)} left" if left > 0 else "time is up"
         return f"practice  {_clock(elapsed)} elapsed of {_clock(total)} ({tail})"
 
+    def _wrap(self, text: str, indent: str = "  ", hanging: str | None = None) -> list[str]:
+        return wrap(text, self.width, indent, hanging)
+
     def _help_lines(self, help_: _Help) -> list[str]:
+        """The steps revealed so far, in the order they come: the question, the hint, the snippet."""
         c = concept(help_.concept)
-        out = [f"  {help_.concept}: {c.title} (help step {help_.revealed} of {len(STEPS)})",
-               f"    question: {c.question}"]
+        out = self._wrap(f"{help_.concept}: {c.title}{_about(help_.op)} (help step {help_.revealed} of "
+                         f"{len(STEPS)})", "  ", "      ")
+        out += self._wrap(f"question: {_naming(c.question, help_.op)}", "    ", "      ")
         if help_.revealed >= 2:
-            out.append(f"    hint: {help_.hint or explain_line(help_.concept)}")
+            hint = _naming(help_.hint, help_.op) or explain_line(help_.concept)
+            if help_.snippet and help_.revealed < 3:
+                hint = _NEXT_STEP.sub(r"\1 (the next step of help)", hint)  # not on screen yet: say when
+            out += self._wrap(f"hint: {hint}", "    ", "      ")
         if help_.revealed >= 3:
             if help_.snippet:
                 out.append("    snippet (run it and compare with torch):")
-                out += [f"      {line}" for line in help_.snippet.splitlines()]
+                out += [f"      {line}".rstrip() for line in help_.snippet.splitlines()]
             else:
-                out.append(f"    no snippet for this one: {explain_line(help_.concept)}")
+                out += self._wrap(f"no snippet for this one: {explain_line(help_.concept)}", "    ", "      ")
         return out
 
     def _follow_up_lines(self, report: Report) -> list[str]:
         current = _current_follow_up(report)
         if current is None:
-            return ["  the core level and every follow-up pass: well done"]
+            return self._wrap("the core level and every follow-up pass: well done")
         (number, total), follow_up = current
         graded = any(c.id in follow_up.checks for c in report.checks)
         state = "" if graded else " (not graded at this level: grade every level to see them)"
-        return [f"  the core level passes. Follow-up question {number} of {total}, graded by "
-                f"{', '.join(follow_up.checks)}{state}:", f"    {follow_up.question}"]
+        return [*self._wrap(f"the core level passes. Follow-up question {number} of {total}, graded by "
+                            f"{', '.join(follow_up.checks)}{state}:"), *self._wrap(follow_up.question, "    ", "      ")]
+
+
+_NEXT_STEP: Final = re.compile(r"\b(reproduction|snippet) below\b")
+"""A hint that points at the snippet, as the report shows it beneath: in practice the snippet comes one step later."""
+
+
+def _syntax(op: str | None) -> str | None:
+    """How the candidate writes ``op`` (``a @ b``, ``a.relu()``), or None for no op of the table."""
+    spec = OPS.get(op or "")
+    if spec is None:
+        return None
+    return spec.render(["a", "b", "c"][:len(spec.slots)])
+
+
+def _about(op: str | None) -> str:
+    syntax = _syntax(op)
+    return f", here `{syntax}`" if syntax else ""
+
+
+def _naming(text: str, op: str | None) -> str:
+    """``text`` with "this op" naming the op it is about, when there is one."""
+    syntax = _syntax(op)
+    return text.replace("this op", f"`{syntax}`") if syntax else text
 
 
 def _current_follow_up(report: Report) -> tuple[tuple[int, int], FollowUp] | None:
@@ -167,17 +206,19 @@ def _failing_concepts(report: Report, checks: Sequence[CheckResult]) -> list[str
     return list(dict.fromkeys(names))
 
 
-def _hint_and_snippet(report: Report, name: str) -> tuple[str, str]:
-    """A root cause's hint and snippet for the concept, else its smallest failing check's."""
+def _hint_and_snippet(report: Report, name: str) -> tuple[str, str, str | None]:
+    """A root cause's hint, snippet and op for the concept, else its smallest failing check's (the op of an
+    op's own check: ``extensions.op.tanh``)."""
     for cause in report.root_causes:
         if cause.concept == name and cause.checks:
-            return str(cause.hint), str(cause.snippet)
+            return str(cause.hint), str(cause.snippet), cause.op
     failing: Sequence[CheckResult] = [c for c in report.checks if c.outcome in FAILING and c.concept == name]
     with_snippet = [c for c in failing if c.details.get("snippet")]
     first = (with_snippet or list(failing) or [None])[0]
     if first is None:
-        return "", ""
-    return str(first.details.get("hint", "")), str(first.details.get("snippet", ""))
+        return "", "", None
+    op = first.id.removeprefix("extensions.op.") if first.id.startswith("extensions.op.") else None
+    return str(first.details.get("hint", "")), str(first.details.get("snippet", "")), op
 
 
 def _core_passes(report: Report) -> bool:

@@ -22,7 +22,8 @@ from harness import notebooks
 from harness.errors import HarnessError, MissingSubmission
 from harness.integrity.scan import Findings
 
-__all__ = ["Submission", "Unrunnable", "read_submission", "read_capped", "MAX_SOURCE_BYTES"]
+__all__ = ["Submission", "Unrunnable", "read_submission", "read_capped", "engine_classes", "suggest_class",
+           "MAX_SOURCE_BYTES"]
 
 MAX_SOURCE_BYTES: Final = 1024 * 1024
 """A hand-written engine is a few hundred lines; anything this large is not a submission."""
@@ -35,7 +36,9 @@ class Submission:
     sha256: str
     findings: Findings
     note: str = ""
-    """How the source was read when it was not simply the file (a notebook's code cells)."""
+    """How the source was read when it was not simply the file (a notebook's code cells, the class graded)."""
+    class_name: str = ""
+    """The class to grade when it is not the one asked for ('' when it is): the file's one engine-like class."""
 
 
 class Unrunnable(Exception):
@@ -47,11 +50,14 @@ class Unrunnable(Exception):
         self.sha256 = sha256
 
 
-def read_submission(path: Path, class_name: str = "Tensor", *, follow_links: bool = True) -> Submission:
+def read_submission(path: Path, class_name: str = "Tensor", *, follow_links: bool = True,
+                    pick_class: bool = False) -> Submission:
     """The submission at ``path``, read and parsed, never imported: what the source alone decides, in milliseconds.
 
     Only a regular file is read, and at most MAX_SOURCE_BYTES of it; ``follow_links=False``
-    (a batch, whose files the candidates chose) refuses a symbolic link too.
+    (a batch, whose files the candidates chose) refuses a symbolic link too. With ``pick_class``,
+    a file that binds no ``class_name`` but defines exactly one class that looks like an engine
+    is read as that class's submission (``Submission.class_name``, and a note saying so).
     """
     path = Path(path)
     raw = read_capped(path, MAX_SOURCE_BYTES, follow_links=follow_links)
@@ -80,6 +86,10 @@ def read_submission(path: Path, class_name: str = "Tensor", *, follow_links: boo
     if not tree.body:
         raise Unrunnable(f"the submission is empty: it defines no class named {class_name!r}", sha256)
     if not _may_bind(tree, class_name):
+        engines = engine_classes(tree, class_name)
+        if pick_class and len(engines) == 1:
+            picked = f"graded the class {engines[0]}: the file defines no {class_name} (--class-name chooses another)"
+            return Submission(path, text, sha256, Findings(), "; ".join(n for n in (note, picked) if n), engines[0])
         raise Unrunnable(f"the submission defines no class named {class_name!r}{suggest_class(tree, class_name)}",
                          sha256)
     return Submission(path, text, sha256, Findings(), note)
@@ -169,18 +179,25 @@ def _may_bind(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def suggest_class(tree: ast.Module, class_name: str) -> str:
-    """``"; did you mean --class-name Value?"`` when another top-level class looks like the engine, else ''."""
+def engine_classes(tree: ast.Module, class_name: str) -> list[str]:
+    """The top-level classes but ``class_name`` that look like an engine (a ``backward`` and core ops), the most
+    engine-like first."""
     scored = []
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name != class_name:
             methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
             score = ("backward" in methods) * 2 + len(methods & {"__add__", "__mul__", "__matmul__", "relu", "sum"})
             if score >= 3:
-                scored.append((score, node.name))
-    if not scored:
+                scored.append((-score, node.name))
+    return [name for _, name in sorted(scored)]
+
+
+def suggest_class(tree: ast.Module, class_name: str) -> str:
+    """``"; did you mean --class-name Value?"`` when other top-level classes look like the engine, else ''."""
+    engines = engine_classes(tree, class_name)
+    if not engines:
         return ""
-    return f"; did you mean --class-name {max(scored)[1]}?"
+    return f"; did you mean --class-name {' or '.join(engines[:3])}?"
 
 
 def _syntax_message(exc: SyntaxError) -> str:

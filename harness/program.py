@@ -102,6 +102,9 @@ class Program:
     passes: int = 1
     upstream_recipe: str | None = field(default=None, compare=False)
     """Python that rebuilds ``upstream`` exactly, for snippets of a large upstream gradient."""
+    described: tuple[tuple[str, Any], ...] | None = field(default=None, compare=False)
+    """The shape and size its steps were built from (``graph_shapes``), when they were: the worker is sent
+    the description, a few bytes, and builds the same steps itself."""
 
     # ---- structure ----
 
@@ -275,11 +278,11 @@ class Program:
                 {"name": leaf.name, "requires_grad": leaf.requires_grad, **encode_tensor(leaf.value)}
                 for leaf in self.leaves
             ],
-            "steps": [
+            **({"described": dict(self.described)} if self.described is not None else {"steps": [
                 {"name": s.name, "op": s.op, "args": list(s.args),
                  "params": {k: _jsonable(v) for k, v in s.params} if s.params else {}}
                 for s in self.steps
-            ],
+            ]}),
             "output": self.output,
             "upstream": None if self.upstream is None else encode_tensor(self.upstream),
             "passes": self.passes,

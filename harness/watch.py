@@ -1,25 +1,20 @@
-"""Grading one file again on every save (``grade FILE --watch``): the core level first, then the rest.
+"""Grading one file again on every save (``grade FILE --watch``): one grade per save, the core level first.
 
-The core level's report is shown about a second after a save; the follow-ups and
-extensions follow in a sandbox of their own, and the two halves make one report,
-diagnosed again over all its checks, as a plain grade of the same file reads.
-The next save's sandbox is opened while the candidate edits.
+Each save is graded once, in a sandbox opened while the candidate edited: the core level's
+checks run first, and their report (scored and diagnosed as the core level alone) is handed
+to the caller the moment they are in, while the follow-ups and extensions run; the grade's
+own report, the same as a plain grade of the file, comes last.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import Callable
 
-from harness.grade import GradeOptions, grade_scanned, planned_checks, preflight, sandbox_limits, scanned
-from harness.report.model import Report, combine
+from harness.grade import CoreGraded, GradeOptions, grade_submission, preflight, sandbox_limits
+from harness.report.model import Report
 from harness.sandbox.launch import Launcher, Sandbox
 
-__all__ = ["Watch", "rediagnose"]
-
-REST = ("followups", "extensions")
-"""The levels graded after the core level, in one grade."""
+__all__ = ["Watch"]
 
 
 class Watch:
@@ -31,24 +26,18 @@ class Watch:
         self.limits = sandbox_limits(options)
         self._spare: Sandbox | None = None
 
-    def grade(self, path: Path, core_graded: Callable[[Report], None] = lambda report: None) -> Report:
-        """The file at ``path`` graded now; ``core_graded`` hears the core level's report first, when it has one.
+    def grade(self, path: Path, core_graded: CoreGraded | None = None) -> Report:
+        """The file at ``path`` graded now; ``core_graded`` hears the core level's report first, when every level
+        is graded and the submission got as far as running its checks.
 
         Raises HarnessError for a file that is not Python at all.
         """
-        options = self.options
-        early = preflight(path, options)
+        early = preflight(path, self.options)
         if isinstance(early, Report):
             return early
-        early = scanned(early, options.variant)  # once for both halves: the variant is theirs alike
         box, self._spare = self._spare or self.launcher.sandbox(self.limits), None
         try:
-            if options.level != "all":
-                return grade_scanned(early, options, box)
-            core = grade_scanned(early, dataclasses.replace(options, level="core"), box)
-            core_graded(core)
-            rest = grade_scanned(early, dataclasses.replace(options, levels=REST), self.launcher)
-            return rediagnose(combine(core, rest), options)
+            return grade_submission(early, self.options, box, core_graded=core_graded)
         finally:
             box.close()
 
@@ -67,20 +56,3 @@ class Watch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def rediagnose(report: Report, options: GradeOptions) -> Report:
-    """The report's root causes diagnosed again over all its checks at once.
-
-    Diagnosing the core level and the rest apart would group and order the causes
-    differently from a plain grade of the same file.
-    """
-    from harness.diagnosis.causes import diagnose_safely
-
-    if report.status != "graded" or not report.checks:
-        return report
-    plan = planned_checks(dataclasses.replace(options, level="all", levels=()))
-    graphs = {c.id: c.graph for c in plan if c.graph is not None}
-    points = {c.id: c.max_points for c in report.checks}
-    checks, causes, failure = diagnose_safely(list(report.checks), report.integrity_violations, points, graphs)
-    return dataclasses.replace(report, checks=tuple(checks), root_causes=causes, diagnosis_error=failure)

@@ -102,6 +102,34 @@ def test_markdown_report_is_a_table(monkeypatch, invoke, submission):
     assert "| core | `core.accumulation` | failed | 0.0/10.0 | a.grad differs |" in out
 
 
+def test_format_md_is_markdown(monkeypatch, invoke, submission):
+    monkeypatch.setattr(harness.grade, "grade_submission", lambda submission, options, sandbox: _report("failed"))
+    result = invoke(submission, "--format", "md")
+    assert result.exit_code == 1 and result.stdout.startswith("## Autograd grade: ")
+
+
+def test_a_usage_error_names_only_what_the_user_types(submission):
+    result = CliRunner().invoke(main, [str(submission), "--format", "pdf"], prog_name="grade")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Usage: grade FILE [OPTIONS]\nTry 'grade FILE --help' for help.\n")
+    assert "grade file" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_file_whose_one_engine_class_is_value_is_graded_and_the_report_says_so(invoke, tmp_path):
+    import re
+
+    path = tmp_path / "value.py"
+    path.write_text(re.sub(r"\bTensor\b", "Value", (ROOT / "tests" / "solutions" / "correct_core.py").read_text()))
+    result = invoke(path, "--level", "core", "--max-examples", "10")
+    assert result.exit_code == 0, result.stdout[-2000:]
+    header = result.stdout.split("\n\n")[0]  # the first lines, up to the first blank one
+    assert header.endswith("\n  graded the class Value: the file defines no Tensor (--class-name chooses another)")
+    chosen = invoke(path, "--level", "core", "--class-name", "Tensor", "--format", "json")
+    assert chosen.exit_code == 3  # --class-name still chooses
+    assert json.loads(chosen.stdout)["message"].endswith("did you mean --class-name Value?")
+
+
 def test_a_missing_file_is_a_usage_error(invoke, tmp_path):
     result = invoke(tmp_path / "nope.py")
     assert result.exit_code == 2
@@ -132,27 +160,6 @@ def test_grading_the_reference_core_for_real(invoke):
     assert data["status"] == "graded"
     assert data["score"] == data["max_score"] == data["levels"]["core"]["max_score"]
     assert data["interview"]["passed"] is True
-
-
-def test_watch_waits_for_the_file_to_change(tmp_path):
-    import threading
-    import time
-
-    from harness.cli.group import _wait_for_change
-
-    path = tmp_path / "s.py"
-    path.write_text("a = 1\n")
-
-    def save_later():
-        time.sleep(0.5)
-        path.write_text("a = 22\n")
-
-    saver = threading.Thread(target=save_later)
-    started = time.monotonic()
-    saver.start()
-    _wait_for_change(path)
-    saver.join()
-    assert time.monotonic() - started >= 0.4
 
 
 def test_an_invalid_spec_folder_is_a_one_line_error(invoke, submission, tmp_path):
@@ -237,3 +244,36 @@ def test_grading_writes_nothing_into_the_working_folder(tmp_path):
     done, _ = _run_grade([path.name, "--level", "core", "--max-examples", "20"], tmp_path)
     assert done.returncode == 1, done.stderr[-1000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["solution.py"]
+
+
+@pytest.mark.slow
+def test_a_report_of_two_bugs_and_a_stub_fits_an_80_by_40_screen(tmp_path):
+    import os
+
+    source = (ROOT / "tests" / "corpus" / "bugs" / "overwrite_closures.py").read_text()
+    buggy = source.replace("lambda g: (g @ b.T, a.T @ g)", "lambda g: (g @ b, a.T @ g)").replace(
+        "        return self._make(x.clamp(min=0), (self,), lambda g: (g * (x > 0),))", "        raise NotImplementedError")
+    assert buggy.count("raise NotImplementedError") == 1 and "(g @ b, a.T @ g)" in buggy
+    path = tmp_path / "solution.py"
+    path.write_text(buggy)
+    env = {**os.environ, "COLUMNS": "80"}
+    env.pop("LINES", None)
+    import subprocess
+    import sys
+
+    # As a candidate runs it, from the folder of the file.
+    done = subprocess.run([sys.executable, "-m", "harness.cli", path.name, "--max-examples", "20"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 40
+    code = False
+    for line in lines:  # snippet code (below 'reproduce:') is never wrapped; every other line fits
+        if line.strip() == "reproduce:":
+            code = True
+        elif code and line and not line.startswith("       "):
+            code = False
+        if not code:
+            assert len(line) <= 80, line
+    assert "Fix first" in lines and lines.count("     reproduce:") == 1
+    assert sum(line.startswith(("core ", "followups ", "extensions ")) for line in lines) == 3

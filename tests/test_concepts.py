@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -64,16 +65,27 @@ def test_explain_prints_four_depths_the_question_and_the_example():
     assert result.exit_code == 0
     assert result.output.startswith("matmul: Matrix product gradients\n")
     assert "Question: For Y = A @ B with upstream gradient G" in result.output
-    assert [d for d in DEPTHS if f"\n{d}:\n" in result.output] == list(DEPTHS)
+    assert [d for d in DEPTHS if f"\n{d}: " in result.output] == list(DEPTHS)
     assert "  (A @ B).backward(G)" in result.output
     one = CliRunner().invoke(main, ["explain", "matmul", "--depth", "senior"])
-    assert "\nsenior:\n" in one.output and "\njunior:\n" not in one.output
+    assert "\nsenior: " in one.output and "\njunior: " not in one.output
+
+
+@pytest.mark.parametrize("name", list(concepts()))
+def test_every_concept_fits_an_80_by_40_screen(monkeypatch, name):
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = CliRunner().invoke(main, ["explain", name]).output.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 80  # the example's code included
+    listed = CliRunner().invoke(main, ["explain"]).output.splitlines()
+    assert max(map(len, listed)) <= 80
 
 
 def test_explain_an_unknown_concept_is_a_usage_error():
     result = CliRunner().invoke(main, ["explain", "gradients"])
     assert result.exit_code == 2
     assert result.output.startswith("error: unknown concept 'gradients'; `grade explain` lists them (requires_grad, ")
+    typo = CliRunner().invoke(main, ["explain", "accumulaton"])
+    assert typo.output.startswith("error: unknown concept 'accumulaton' (did you mean accumulation?); ")
 
 
 def _ctx():
@@ -94,3 +106,15 @@ def test_a_failing_checks_hint_ends_with_the_explain_line():
     assert result.details["hint"].endswith(explain_line(result.concept))
     passing = run_check(Check("core.y", "core", "order", "t", "h", frozenset(), 5.0, lambda ctx: None), _ctx(), {})
     assert "hint" not in passing.details
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_concept_table_of_the_spec_docs_is_the_data_files():
+    from harness.concepts import with_table
+
+    docs = ROOT / "docs" / "specs.md"
+    text = docs.read_text()
+    assert with_table(text) == text, "docs/specs.md lists other concepts: run `python -m harness.concepts docs/specs.md`"
+    assert all(f"| `{name}` |" in text for name in concepts())

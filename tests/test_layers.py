@@ -24,12 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     # Data and vocabulary: what every stage may import; it imports no stage. The op table, graph
-    # programs and their comparison, the concepts, the interview's terms, and the result model
-    # with the escaping of the candidate's text it carries.
+    # programs and their comparison, the concepts, the interview's terms, the result model
+    # with the escaping of the candidate's text it carries, and the terminal text is wrapped to.
     ("vocabulary and data", ("harness", "harness.errors", "harness.vocabulary", "harness.ops", "harness.program",
                              "harness.compare", "harness.lazy_modules", "harness.collector", "harness.concepts", "harness.agreements",
                              "harness.notebooks", "harness.report", "harness.report.model", "harness.report.safety",
-                             "harness.options")),
+                             "harness.options", "harness.terminal", "harness.graph_shapes")),
     # What the source alone decides, before anything runs: reading the file, the static scan.
     ("integrity (static)", ("harness.preflight", "harness.stubs", "harness.integrity.*")),
     # Running the submission: the grader's side, the worker and its tripwires, the task's variants

@@ -26,9 +26,10 @@ TEMPLATE = (ROOT / "candidate_template" / "solution.py").read_text()
 def next_step(spec: OpSpec, reference: type = Tensor, template: str = TEMPLATE) -> str | None:
     """What the recipe still needs for ``spec``, as the message a developer reads; None when done."""
     name = spec.name
-    if spec.concept not in concepts():
-        return (f"step 1 ({name}): concept {spec.concept!r} is unknown to `grade explain`: "
-                "use one of harness/data/concepts.yaml or add it there")
+    for named in (spec.concept, *spec.teaches):
+        if named not in concepts():
+            return (f"step 1 ({name}): concept {named!r} is unknown to `grade explain`: "
+                    "use one of harness/data/concepts.yaml or add it there")
     accepts_2d, accepts_4d = _probe(spec, 2, distinct=True) is not None, _probe(spec, 4, distinct=True) is not None
     if not accepts_2d and not accepts_4d:
         return f"step 1 ({name}): its domain rule refuses 2-D and (N, C, H, W) operands alike"
@@ -92,6 +93,7 @@ def test_a_new_op_is_told_each_missing_step_in_turn():
     assert next_step(_cube(concept="cubes")) == (
         "step 1 (cube): concept 'cubes' is unknown to `grade explain`: use one of harness/data/concepts.yaml or "
         "add it there")
+    assert next_step(_cube(teaches=("powers",))).startswith("step 1 (cube): concept 'powers' is unknown")
     assert next_step(_cube()) == (
         "step 2 (cube): write its rule in reference/engine.py: Tensor.cube, forward and backward side by side")
     assert next_step(_cube(), reference=_WithCube) == (

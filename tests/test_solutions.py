@@ -310,5 +310,7 @@ def test_a_failing_files_text_report_fits_on_a_screen(entry, graded):
     from harness.report.render import render_text
 
     text = render_text(graded(SOLUTIONS / entry["file"], **_options(entry)))
-    assert len(text.splitlines()) < 150, f"{entry['file']}: {len(text.splitlines())} lines"
+    # A few bugs fit one 80x40 screen (tests/test_cli.py); integrity findings, what the submission printed
+    # and a long first snippet add their lines, never a page of checks.
+    assert len(text.splitlines()) <= 50, f"{entry['file']}: {len(text.splitlines())} lines"
     assert len(text.encode()) < 20_000, f"{entry['file']}: {len(text.encode())} bytes"

@@ -1,13 +1,20 @@
-"""``grade FILE --watch``: the core level first (in the sandbox opened while the candidate edited), then the rest."""
+"""``grade FILE --watch``: one grade per save, in the sandbox opened while the candidate edited, the core level's
+report handed over first; the screen that keeps Fix first in view is tests/test_watch_screen.py."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
 import harness.watch
-from harness.grade import GradeOptions
+from harness.grade import GradeOptions, grade
 from harness.report.model import Report
-from harness.watch import REST, Watch
+from harness.watch import Watch
+
+BUGS = Path(__file__).resolve().parent / "corpus" / "bugs"
 
 
 class _Box:
@@ -30,7 +37,7 @@ class _Launcher:
 
 
 def _graded(options: GradeOptions) -> Report:
-    levels = ("core",) if options.level == "core" else options.levels or ("core", "followups", "extensions")
+    levels = ("core",) if options.level == "core" else ("core", "followups", "extensions")
     return Report(file="s.py", status="graded", score=0.0, max_score=float(len(levels)),
                   levels={level: {"score": 0.0, "max_score": 1.0} for level in levels}, checks=())
 
@@ -39,12 +46,13 @@ def _graded(options: GradeOptions) -> Report:
 def calls(monkeypatch):
     seen = []
 
-    def fake(submission, options, sandbox):
-        seen.append((options.level, options.levels, sandbox))
+    def fake(submission, options, sandbox, core_graded=None):
+        seen.append((options.level, sandbox, core_graded))
+        if core_graded is not None:
+            core_graded(_graded(dataclasses.replace(options, level="core")))
         return _graded(options)
 
-    monkeypatch.setattr(harness.watch, "grade_scanned", fake)
-    monkeypatch.setattr(harness.watch, "rediagnose", lambda report, options: report)
+    monkeypatch.setattr(harness.watch, "grade_submission", fake)
     return seen
 
 
@@ -55,7 +63,7 @@ def solution(tmp_path):
     return path
 
 
-def test_the_core_level_comes_first_in_the_spare_sandbox_then_the_rest_in_a_fresh_one(calls, solution):
+def test_a_save_is_one_grade_in_the_spare_sandbox_that_hands_over_the_core_level_first(calls, solution):
     launcher, shown = _Launcher(), []
     with Watch(launcher, GradeOptions()) as watch:
         watch.prepare()
@@ -63,27 +71,10 @@ def test_the_core_level_comes_first_in_the_spare_sandbox_then_the_rest_in_a_fres
         assert len(launcher.opened) == 1
         report = watch.grade(solution, shown.append)
     spare = launcher.opened[0]
-    assert calls == [("core", (), spare), ("all", REST, launcher)]
-    assert spare.closed
+    assert [(level, box) for level, box, _ in calls] == [("all", spare)]
+    assert spare.closed and len(launcher.opened) == 1
     assert [list(r.levels) for r in shown] == [["core"]]
     assert list(report.levels) == ["core", "followups", "extensions"]
-
-
-def test_a_save_is_scanned_once_for_both_halves(calls, solution, monkeypatch):
-    scans = []
-    real = harness.watch.scanned
-    monkeypatch.setattr(harness.watch, "scanned", lambda submission, variant: scans.append(variant) or real(
-        submission, variant))
-    with Watch(_Launcher(), GradeOptions()) as watch:
-        watch.grade(solution)
-    assert len(calls) == 2 and scans == ["tensor"]
-
-
-def test_one_level_is_one_grade_and_nothing_is_shown_early(calls, solution):
-    launcher, shown = _Launcher(), []
-    with Watch(launcher, GradeOptions(level="followups")) as watch:
-        watch.grade(solution, shown.append)
-    assert calls == [("followups", (), launcher.opened[0])] and shown == []
 
 
 def test_a_file_the_source_decides_opens_no_sandbox_and_a_spare_is_closed_with_the_watch(calls, tmp_path):
@@ -98,15 +89,39 @@ def test_a_file_the_source_decides_opens_no_sandbox_and_a_spare_is_closed_with_t
     assert [box.closed for box in launcher.opened] == [True]
 
 
-def test_a_submission_that_cannot_start_is_reported_for_the_core_level_and_for_the_whole(launcher, tmp_path):
+def _same(report: Report) -> dict:
+    """The JSON report without what differs from run to run (timings)."""
+    data = report.to_dict()
+    data.pop("timings")
+    for check in data["checks"]:
+        check.pop("seconds")
+    return data
+
+
+@pytest.mark.slow
+def test_the_watch_reports_are_a_plain_grades_of_the_file_and_of_its_core_level(launcher):
+    path = BUGS / "recursive_build_topo.py"
+    options = GradeOptions(max_examples=10)
+    shown = []
+    with Watch(launcher, options) as watch:
+        watched = watch.grade(path, shown.append)
+    plain = grade(path, options, launcher)
+    core = grade(path, dataclasses.replace(options, level="core"), launcher)
+    assert len(shown) == 1
+    assert json.dumps(_same(watched)) == json.dumps(_same(plain))
+    assert json.dumps(_same(shown[0])) == json.dumps(_same(core))
+    assert plain.root_causes[0].bug == "recursive_topo"
+
+
+def test_a_submission_that_cannot_start_is_reported_once(launcher, tmp_path):
     path = tmp_path / "solution.py"
     path.write_text("raise RuntimeError('not yet')\n\nclass Tensor:\n    pass\n")
     shown = []
     with Watch(launcher, GradeOptions(max_examples=5)) as watch:
         report = watch.grade(path, shown.append)
-    assert [(r.status, list(r.levels)) for r in shown] == [("error", ["core"])]
-    assert "RuntimeError: not yet" in shown[0].message
+    assert shown == []  # nothing ran, so there is no core level to show first
     assert report.status == "error" and list(report.levels) == ["core", "followups", "extensions"]
+    assert "RuntimeError: not yet" in report.message
 
 
 def test_watch_and_batch_sandboxes_get_a_plain_grades_limits(monkeypatch):

@@ -12,8 +12,7 @@ import ast
 import dataclasses
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Final, Iterable, Mapping, Sequence
 
 from harness.checks.context import CandidateError, CandidateTimeout, Context, Evidence, Failed, NotAttempted, judge
 from harness.checks.registry import Check
@@ -24,7 +23,7 @@ from harness.preflight import suggest_class
 from harness.report.model import CheckResult
 from harness.vocabulary import FAILING, FEATURES, INFORMATIONAL
 
-__all__ = ["LANES", "SNIPPET_STEPS", "start", "triage", "result", "run_checks", "run_check"]
+__all__ = ["LANES", "SNIPPET_STEPS", "start", "probes", "triage", "result", "run_checks", "run_check"]
 
 LANES = 2
 """Checks run at once, each lane with its own worker: one per core of the machines we run on."""
@@ -42,7 +41,8 @@ def result(planned: Check, outcome: str, message: str, kind: str, reason: str = 
 def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -> tuple[dict[str, Any] | None, str, str]:
     """The submission's first worker: its hello, or None with the status and message of a submission that did not start.
 
-    An engine also meets the run-time integrity probes here (is it an engine at all?), before any check.
+    An engine also meets the run-time integrity probes (is it an engine at all?): ``probes`` is
+    the task that runs them, which the caller hands to ``run_checks`` to run beside the first checks.
     """
     t0 = time.perf_counter()
     try:
@@ -51,10 +51,6 @@ def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -
         ctx.retire()
         return None, "timeout" if isinstance(exc, CandidateTimeout) else "error", exc.message
     timings["import"] = time.perf_counter() - t0
-    if hello.get("has_class"):
-        from harness.checks.probes import review_at_run_time
-
-        review_at_run_time(ctx, set(hello.get("members", [])), member_line(text, class_name, "backward"))
     ctx.retire()
     if not hello.get("has_class"):
         try:
@@ -63,6 +59,16 @@ def start(ctx: Context, text: str, class_name: str, timings: dict[str, float]) -
             hint = ""
         return None, "error", f"the submission defines no class named {class_name!r}{hint}"
     return hello, "", ""
+
+
+def probes(hello: dict[str, Any], text: str, class_name: str) -> Callable[[Context], None]:
+    """The run-time integrity probes of a submission that started, as a task for a lane's context."""
+    def run(ctx: Context) -> None:
+        from harness.checks.probes import review_at_run_time
+
+        review_at_run_time(ctx, set(hello.get("members", [])), member_line(text, class_name, "backward"))
+
+    return run
 
 
 def triage(plan: Iterable[Check], members: frozenset[str], features: dict[str, Any], class_name: str,
@@ -117,34 +123,104 @@ def _missing(requires: frozenset[str], members: frozenset[str], features: dict[s
     return None
 
 
-def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context],
-               timings: dict[str, float]) -> dict[str, CheckResult]:
-    """Every check of ``runnable``, in ``LANES`` lanes, each with a context (and worker) of its own."""
+def run_checks(runnable: Sequence[Check], new_context: Callable[[], Context], timings: dict[str, float], *,
+               first: Callable[[Check], bool] = lambda planned: False,
+               first_done: Callable[[dict[str, CheckResult]], None] | None = None,
+               before: Sequence[Callable[[Context], None]] = (),
+               later: Callable[[], Sequence[Check]] | None = None) -> dict[str, CheckResult]:
+    """Every check of ``runnable``, in ``LANES`` lanes, each with a context (and worker) of its own.
+
+    ``before`` are tasks the lanes run first, each in its lane's context (the integrity probes).
+    ``later`` is called here once the lanes run, and its checks join the queue: the grader plans
+    the spec cases while the worker runs the first checks. The checks ``first`` picks run before
+    the others, and ``first_done`` hears their results (in this thread) as soon as they are all
+    in, while the lanes go on with the rest.
+    """
     # Two lanes keep both cores busy: the grader's process works hardest on hypothesis
     # searches, the worker on probes and spec cases, so the lanes take the costliest
     # checks first from one shared queue.
-    queue = sorted(runnable, key=lambda c: -c.cost)
+    order: Callable[[Check], tuple[bool, float]] = lambda c: (not first(c), -c.cost)
+    queue = sorted(runnable, key=order)
+    tasks = list(before)
+    waiting = {c.id for c in runnable if first(c)}
     lock = threading.Lock()
     results: dict[str, CheckResult] = {}
+    queued = threading.Event()  # every check is in the queue (``later`` has answered)
+    first_in = threading.Event()
+    all_in = threading.Event()
+    lanes_left = [LANES]
+    failures: list[BaseException] = []
+
+    def next_work() -> Callable[[Context], None] | Check | None:
+        with lock:
+            if tasks:
+                return tasks.pop(0)
+            if queue:
+                return queue.pop(0)
+        return None if queued.is_set() else _WAIT
 
     def run_lane() -> None:
-        ctx = new_context()
+        ctx = None
         try:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    planned = queue.pop(0)
-                results[planned.id] = run_check(planned, ctx, timings)
+            ctx = new_context()
+            while (work := next_work()) is not None:
+                if work is _WAIT:  # the spec cases are still being planned
+                    queued.wait(0.01)
+                elif not isinstance(work, Check):
+                    work(ctx)
+                else:
+                    outcome = run_check(work, ctx, timings)
+                    with lock:
+                        results[work.id] = outcome
+                        waiting.discard(work.id)
+                        if not waiting and queued.is_set():
+                            first_in.set()
+        except BaseException as exc:  # the grader's own fault: raised again in the caller's thread
+            failures.append(exc)
         finally:
-            ctx.retire()
+            if ctx is not None:
+                ctx.retire()
+            with lock:
+                lanes_left[0] -= 1
+                if not lanes_left[0]:
+                    first_in.set()
+                    all_in.set()
 
     # The checks make a few hundred thousand short-lived objects (the timing graphs alone); full
     # collections among them would pause both lanes for nothing: what is cyclic waits for the end.
-    with collector_paused(), ThreadPoolExecutor(max_workers=LANES) as pool:
-        for future in [pool.submit(run_lane) for _ in range(LANES)]:
-            future.result()
+    # The lanes are daemon threads: Ctrl-C in this thread stops waiting for them at once (the
+    # caller closes the sandbox, which ends their workers).
+    with collector_paused():
+        try:
+            for n in range(LANES):
+                threading.Thread(target=run_lane, name=f"lane-{n}", daemon=True).start()
+            added = later() if later is not None else ()
+            with lock:
+                queue.extend(added)
+                queue.sort(key=order)
+                waiting.update(c.id for c in added if first(c))
+                queued.set()
+                if not waiting:
+                    first_in.set()
+            first_in.wait()
+            if first_done is not None and not failures:
+                with lock:
+                    done = dict(results)
+                first_done(done)
+            all_in.wait()
+        except BaseException:
+            with lock:
+                queue.clear()  # the lanes take nothing more
+                tasks.clear()
+            queued.set()
+            raise
+    if failures:
+        raise failures[0]
     return results
+
+
+_WAIT: Final = object()
+"""What a lane gets while the queue is empty but more checks are coming."""
 
 
 def run_check(planned: Check, ctx: Context, timings: dict[str, float]) -> CheckResult:

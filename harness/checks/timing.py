@@ -7,6 +7,7 @@ over ``wide_graph``s. The checks themselves are declared in ``targeted.py``, in 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from harness.checks.builders import program as _program, tensor as _t
 from harness.checks.context import (CandidateError, CandidateTimeout, Context, Evidence, Failed, Observation,
                                     describe_error)
 from harness.compare import DEFAULT_TOLERANCE, compare
+from harness.graph_shapes import WIDE, wide_steps
 from harness.program import Program
 
 __all__ = ["stacked_diamonds", "every_path", "wide_graph", "Growth", "measure_growth", "verify_wide",
@@ -63,22 +65,12 @@ def every_path(ctx: Context, levels: int = EVERY_PATH_LEVELS, timeout: float = E
 
 @functools.lru_cache(maxsize=8)  # programs are immutable, and building 16k steps costs more than running them
 def wide_graph(width: int) -> Program:
-    """``width`` sums ``x + x``, added up pairwise: about ``2 * width`` nodes, depth ~log2(width)."""
-    steps: list[tuple] = [(f"t{i}", "add", ["x", "x"]) for i in range(width)]
-    layer = [f"t{i}" for i in range(width)]
-    depth = 0
-    while len(layer) > 1:
-        depth += 1
-        nxt = []
-        for i in range(0, len(layer) - 1, 2):
-            name = f"s{depth}_{i // 2}"
-            steps.append((name, "add", [layer[i], layer[i + 1]]))
-            nxt.append(name)
-        if len(layer) % 2:
-            nxt.append(layer[-1])
-        layer = nxt
-    steps.append(("y", "sum", [layer[0]]))
-    return _program({"x": (_t([1.0, 2.0]), True)}, steps)
+    """``width`` sums ``x + x``, added up pairwise: about ``2 * width`` nodes, depth ~log2(width).
+
+    The worker is sent the description (``graph_shapes``), not the megabyte of steps it stands for."""
+    steps = [(s["name"], s["op"], s["args"]) for s in wide_steps(width)]
+    return dataclasses.replace(_program({"x": (_t([1.0, 2.0]), True)}, steps), described=(("shape", WIDE),
+                                                                                          ("width", width)))
 
 
 GROWTH_WIDTHS: Final = (2048, 8192)

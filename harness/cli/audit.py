@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence
 
 from harness.diagnosis.catalogue import BUGS, Bug
 from harness.diagnosis.mutants import mutant_source, reference_source
-from harness.vocabulary import LEVELS
-from harness.vocabulary import FAILING
+from harness.terminal import DEFAULT_WIDTH, wrap
+from harness.vocabulary import FAILING, LEVELS
 
 __all__ = ["Audit", "BugRow", "run_audit", "render_audit", "audit_levels"]
 
@@ -49,6 +49,8 @@ class Audit:
     checks: tuple[str, ...]
     """Every check that ran, in the order of the plan."""
     options: dict[str, Any] = field(default_factory=dict)
+    own: tuple[str, ...] = ()
+    """The checks of the spec author's own cases (``--specs``), as ``spec:ID``."""
 
     @property
     def uncaught(self) -> list[BugRow]:
@@ -66,6 +68,17 @@ class Audit:
                 out.setdefault(check, []).append(row.bug.id)
         return out
 
+    def own_catches(self) -> dict[str, list[str]]:
+        """Bug id -> the author's own cases that catch it, for every bug one of them catches."""
+        own = set(self.own)
+        return {row.bug.id: cases for row in self.rows if (cases := [c for c in row.caught_by if c in own])}
+
+    def library_misses(self) -> list[str]:
+        """The bugs no case of the shipped library catches (targeted checks may): where a new case adds most."""
+        own = set(self.own)
+        return [row.bug.id for row in self.rows
+                if not any(c.startswith("spec:") and c not in own for c in row.caught_by)]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
@@ -76,6 +89,8 @@ class Audit:
             "uncaught": [r.bug.id for r in self.uncaught],
             "reference_failures": list(self.reference_failures),
             "checks": {check: bugs for check, bugs in self.catches().items()},
+            "own_cases": {"cases": list(self.own), "catch": self.own_catches()},
+            "library_misses": self.library_misses(),
         }
 
 
@@ -84,6 +99,7 @@ def run_audit(*, specs: Sequence[Path] = (), max_examples: int = 200, seed: int 
     """Grade the reference and every chosen mutant as submissions; the kill matrix of the result."""
     from harness.grade import GradeOptions, grade
     from harness.sandbox.launch import Launcher
+    from harness.specs import case_ids, spec_files
 
     chosen = [b for b in BUGS if bugs is None or b.id in bugs]
     levels = tuple(level for level in LEVELS if any(level in audit_levels(b) for b in chosen))
@@ -114,48 +130,72 @@ def run_audit(*, specs: Sequence[Path] = (), max_examples: int = 200, seed: int 
                 first_cause=report.root_causes[0].bug if report.root_causes else None,
                 status=report.status,
             ))
+    own = tuple(f"spec:{case_id}" for f in spec_files(specs) for case_id, _ in case_ids(f))
     return Audit(tuple(rows), failures, checks,
-                 {"specs": [str(s) for s in specs], "max_examples": max_examples, "seed": seed})
+                 {"specs": [str(s) for s in specs], "max_examples": max_examples, "seed": seed}, own)
 
 
 # ---- rendering --------------------------------------------------------------------------
 
 
-def render_audit(audit: Audit) -> str:
-    """The kill matrix as text: per bug the checks that catch it, per check the bugs it catches."""
+def render_audit(audit: Audit, width: int = DEFAULT_WIDTH) -> str:
+    """The kill matrix as text, ``width`` wide: per bug the checks that catch it, per check the bugs it catches,
+    what the author's own cases catch, and the bugs no case of the library catches."""
     o = audit.options
-    lines = [f"kill matrix: {len(audit.rows)} catalogued bugs against {len(audit.checks)} checks "
-             f"(seed {o.get('seed', 0)}, {o.get('max_examples', 200)} random graphs)", ""]
-    width = max((len(r.bug.id) for r in audit.rows), default=10) + 2
-    lines.append(f"  {'bug':<{width}}{'level':<11}caught by")
+    lines = [*wrap(f"kill matrix: {len(audit.rows)} catalogued bugs against {len(audit.checks)} checks "
+                   f"(seed {o.get('seed', 0)}, {o.get('max_examples', 200)} random graphs)", width), ""]
+    column = max((len(r.bug.id) for r in audit.rows), default=10) + 2
+    hanging = " " * (2 + column + 11)
+    lines.append(f"  {'bug':<{column}}{'level':<11}caught by")
     for row in audit.rows:
-        lines.append(f"  {row.bug.id:<{width}}{row.bug.level:<11}{_caught_text(row)}")
+        lines += wrap(f"{row.bug.id:<{column}}{row.bug.level:<11}{_caught_text(row)}", width, "  ", hanging)
         if row.caught and row.first_cause != row.bug.id:
-            lines.append(f"  {'':<{width}}{'':<11}(diagnosed as {row.first_cause or 'nothing'})")
+            lines.append(f"{hanging}(diagnosed as {row.first_cause or 'nothing'})")
     lines += ["", "checks that catch bugs:"]
     catches = audit.catches()
     specs = [c for c in audit.checks if c.startswith("spec:")]
-    width = max((len(c) for c in catches if not c.startswith("spec:")), default=10) + 2
+    column = max((len(c) for c in catches if not c.startswith("spec:")), default=10) + 2
     for check, bugs in catches.items():
         if bugs and not check.startswith("spec:"):
-            lines.append(f"  {check:<{width}}{', '.join(bugs)}")
+            lines += wrap(f"{check:<{column}}{', '.join(bugs)}", width, "  ", " " * (2 + column))
     catching_specs = [c for c in specs if catches.get(c)]
-    lines.append(f"  {'spec cases':<{width}}{len(catching_specs)} of {len(specs)} catch at least one bug")
+    lines.append(f"  {'spec cases':<{column}}{len(catching_specs)} of {len(specs)} catch at least one bug")
     idle = [c for c, bugs in catches.items() if not bugs and not c.startswith("spec:")]
     if idle:
-        lines.append(f"  {'(none)':<{width}}{', '.join(idle)}")
+        lines += wrap(f"{'(none)':<{column}}{', '.join(idle)}", width, "  ", " " * (2 + column))
+    if audit.own:
+        lines += ["", *_own_lines(audit, width)]
+    misses = audit.library_misses()
+    if misses:
+        lines += ["", *wrap(f"bugs no case of the shipped library catches ({len(misses)}; a case that catches one "
+                            f"adds most): {', '.join(misses)}", width, "", "  ")]
     lines.append("")
     if audit.reference_failures:
-        lines.append(f"THE REFERENCE ENGINE FAILS {len(audit.reference_failures)} CHECK(S): "
-                     + ", ".join(audit.reference_failures))
+        lines += wrap(f"THE REFERENCE ENGINE FAILS {len(audit.reference_failures)} CHECK(S): "
+                      + ", ".join(audit.reference_failures), width, "", "  ")
     else:
         lines.append("the reference engine fails no check")
     if audit.uncaught:
         lines.append(f"NOT CAUGHT: {len(audit.uncaught)} bug(s) fail no check:")
-        lines += [f"  - {r.bug.id}: {r.bug.name}" for r in audit.uncaught]
+        for r in audit.uncaught:
+            lines += wrap(f"- {r.bug.id}: {r.bug.name}", width, "  ", "    ")
     else:
         lines.append(f"every bug is caught ({len(audit.rows)} of {len(audit.rows)})")
     return "\n".join(lines)
+
+
+def _own_lines(audit: Audit, width: int) -> list[str]:
+    """What the author's own cases catch: each bug with the cases that catch it, and the cases that catch none."""
+    catches = audit.own_catches()
+    lines = wrap(f"your cases ({len(audit.own)}, from {', '.join(audit.options.get('specs', []))}) catch "
+                 f"{len(catches)} of {len(audit.rows)} catalogued bugs" + (":" if catches else ""), width, "", "  ")
+    for bug, cases in catches.items():
+        lines += wrap(f"{bug}: {', '.join(cases)}", width, "  ", "    ")
+    caught_any = {c for cases in catches.values() for c in cases}
+    idle = [c for c in audit.own if c not in caught_any]
+    if idle:
+        lines += wrap(f"catch no bug: {', '.join(idle)}", width, "  ", "    ")
+    return lines
 
 
 def _caught_text(row: BugRow) -> str:

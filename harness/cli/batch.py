@@ -159,7 +159,9 @@ def _pool(options, jobs: int, scheduler: str | None, allow_basic: bool):
 
 
 def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+    from harness import terminal
+
+    click.echo(terminal.for_stream(f"error: {message}", sys.stderr), err=True)
     sys.exit(2)
 
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from harness import __version__
+from harness import __version__, terminal
 from harness.errors import HarnessError, MissingSubmission
-from harness.report.formats import FORMATS
+from harness.report.formats import ALIASES, FORMATS
 
 LEVEL_CHOICES = ("core", "followups", "extensions", "all")
 
@@ -53,6 +52,7 @@ def main(ctx: click.Context) -> None:
 
     \b
       grade solution.py               grade a submission (text report)
+      grade solution.py -h            every option of a grade
       grade solution.py --format json the JSON report, for other tools
       grade init [PATH]               write the candidate template
       grade explain [CONCEPT]         the interview concept behind a check
@@ -84,10 +84,27 @@ class _AgreeParam(click.ParamType):
             self.fail(str(exc).removeprefix("--agree: "), param, ctx)
 
 
-@main.command("file", hidden=True)
-@click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(tuple(FORMATS)), default="text", show_default=True,
-              help="Report format.")
+class _FileContext(click.Context):
+    @property
+    def command_path(self) -> str:
+        """``grade FILE``: what the user typed, never the hidden command's name (errors end "Try 'grade FILE -h'")."""
+        parent = self.parent.command_path if self.parent is not None else "grade"
+        return f"{parent} FILE"
+
+
+class _FileCommand(click.Command):
+    """``grade FILE [OPTIONS]``: the command that ``grade FILE`` runs, named in its usage as the user types it."""
+
+    context_class = _FileContext
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return ["[OPTIONS]"]
+
+
+@main.command("file", hidden=True, cls=_FileCommand)
+@click.argument("path", metavar="FILE", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice((*FORMATS, *ALIASES)), default="text", show_default=True,
+              help="Report format (md: markdown).")
 @click.option("--level", type=click.Choice(LEVEL_CHOICES), default="all", show_default=True,
               help="Grade only this level.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random graphs.")
@@ -96,7 +113,9 @@ class _AgreeParam(click.ParamType):
 @click.option("--only-specs", "only_specs", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="Spec folder or file to grade with instead of the shipped library (repeatable).")
 @click.option("--rubric", type=click.Path(dir_okay=False, path_type=Path), help="Rubric YAML replacing the default.")
-@click.option("--class-name", default="Tensor", show_default=True, help="The submission's tensor class.")
+@click.option("--class-name", default="Tensor", show_default=True,
+              help="The submission's tensor class. Without it, a file with no Tensor but one class that looks like "
+                   "an engine has that class graded.")
 @click.option("--max-examples", type=click.IntRange(1, 100_000), default=200, show_default=True,
               help="Random graphs tried by the core property check.")
 @click.option("--time-limit", type=click.FloatRange(1), default=600.0, show_default=True,
@@ -108,7 +127,9 @@ class _AgreeParam(click.ParamType):
                    "checks of what was agreed away are not required.")
 @click.option("--variant", type=click.Choice(("tensor", "function")), default="tensor", show_default=True,
               help="function: each op is a torch.autograd.Function run by torch's engine (its formulas are graded).")
-@click.option("--watch", is_flag=True, help="Grade again every time the file is saved.")
+@click.option("--watch", is_flag=True,
+              help="Grade again on every save: the core level first, each screen fitted to the terminal (f and Enter: "
+                   "the full report; Ctrl-C: stop, exit code 130).")
 @click.option("--practice", is_flag=True,
               help="With --watch (implied): a timed practice session, help one step at a time, then follow-ups.")
 @click.option("--practice-minutes", type=click.FloatRange(1), default=45.0, show_default=True,
@@ -126,13 +147,20 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
                class_name: str, max_examples: int, time_limit: float, memory_mb: int, agree: Any, variant: str,
                watch: bool, practice: bool, practice_minutes: float, require_sandbox: bool, verbose: bool,
                output_dir: Path | None, visibility: tuple[str, ...]) -> None:
-    """Grade the submission PATH."""
+    """Grade the submission FILE (a .py file or a notebook) against PyTorch's autograd.
+
+    The text report fits the terminal: "Fix first" (what to fix, with a snippet that
+    shows it), one line per level, the score; -v lists every check. Exit code: 0 every
+    attempted check passed, 1 some check failed, 2 bad usage or input, 3 not gradable
+    (import error, crash, timeout), 4 integrity violation.
+    """
     # Everything up to the first grade is torch-free: a file that cannot be graded is
     # reported from its source alone, in milliseconds.
     from harness.grade import GradeOptions, preflight
     from harness.report.model import Report, exit_code
     from harness.report.formats import render
 
+    fmt = ALIASES.get(fmt, fmt)
     rules = visibility_rules(visibility)
     if watch and not FORMATS[fmt].watched:
         raise click.BadParameter("--watch shows the text, JSON or Markdown report", param_hint="--format")
@@ -142,15 +170,17 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     options = GradeOptions(level=level, seed=seed, class_name=class_name, specs=specs + only_specs,
                            replace_specs=specs_replaced(specs, only_specs), rubric=rubric, max_examples=max_examples,
                            time_limit=time_limit, memory_mb=memory_mb, isolation=isolation, agreements=agree,
-                           variant=variant)
+                           variant=variant, pick_class=_defaulted("class_name"))
     colour = fmt == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if watch or practice:
+        from harness.cli.watching import watch_file
+
         session = None
         if practice:
             from harness.practice import Practice
 
             session = Practice(minutes=practice_minutes)
-        _watch(path, options, fmt, colour, verbose, output_dir, session)
+        watch_file(path, options, fmt, colour, verbose, output_dir, session)
     try:
         early = preflight(path, options)  # no torch yet: the sandbox's import starts first
     except MissingSubmission as exc:
@@ -160,15 +190,27 @@ def grade_file(path: Path, fmt: str, level: str, seed: int, specs: tuple[Path, .
     if isinstance(early, Report):
         report = early
     else:
-        launcher = _launcher(isolation)
+        launcher = None
         try:
+            launcher = _launcher(isolation)  # a Ctrl-C while the sandbox starts is an interrupt too
             report = _grade(early, options, launcher)
+        except KeyboardInterrupt:
+            interrupted()  # the sandbox closes on the way out
         finally:
-            launcher.close()
-    click.echo(render(report, fmt, colour=colour, verbose=verbose, visibility=rules))
+            if launcher is not None:
+                launcher.close()
+    click.echo(render(report, fmt, colour=colour, verbose=verbose, visibility=rules, width=terminal.width(sys.stdout),
+                      height=max(terminal.SCREEN_LINES, terminal.height(sys.stdout) or 0)))
     if output_dir is not None:
         _write_formats(report, output_dir, path.stem)
     sys.exit(exit_code(report))
+
+
+def _defaulted(parameter: str) -> bool:
+    """Whether ``parameter`` has its default value because the user gave none."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(parameter) is ParameterSource.DEFAULT
 
 
 def visibility_rules(rules: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -192,7 +234,7 @@ def _gradescope_fail(message: str, advice: str = "") -> None:
     output = f"could not be graded: {message}" + (f"\n\n{advice}" if advice else "")
     click.echo(json.dumps({"score": 0.0, "output": output, "output_format": "text",
                            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}, indent=2))
-    click.echo(f"error: {message}", err=True)
+    click.echo(terminal.for_stream(f"error: {message}", sys.stderr), err=True)
     sys.exit(2)
 
 
@@ -222,50 +264,10 @@ def _grade(submission: Any, options: Any, launcher: Any) -> Any:
         _fail(str(exc))
 
 
-def _watch(path: Path, options: Any, fmt: str, colour: bool, verbose: bool, output_dir: Path | None,
-           practice: Any = None) -> None:
-    """Grade on every save (``harness.watch``): the core level on screen first, then every level and what changed."""
-    from harness.report.model import Report
-    from harness.watch import Watch
-
-    launcher = _launcher(options.isolation)
-    settle_after_imports()
-    previous: Report | None = None
-    with launcher, Watch(launcher, options) as watch:
-        while True:
-            report: Report | None = None
-            graded_stamp = _stamp(path)  # a save while this grade runs is graded next, not missed
-            try:
-                report = watch.grade(path, lambda core: _show(core, fmt, colour, verbose, previous,
-                                                              "grading the follow-ups and extensions..."))
-            except HarnessError as exc:
-                click.echo(f"error: {exc}", err=True)
-            if report is not None:
-                _show(report, fmt, colour, verbose, previous, None)
-                if practice is not None:
-                    click.echo("\n".join(practice.regraded(report)))
-                if output_dir is not None:
-                    _write_formats(report, output_dir, path.stem)
-                previous = report
-            watch.prepare()
-            _wait_for_change(path, practice, graded_stamp)
-
-
-def _show(report: Any, fmt: str, colour: bool, verbose: bool, previous: Any, pending: str | None) -> None:
-    from harness.report.model import changes
-    from harness.report.formats import render
-
-    if colour:
-        click.clear()
-    else:
-        click.echo("\n" + "=" * 60 + "\n")
-    click.echo(render(report, fmt, colour=colour, verbose=verbose))
-    if previous is not None and pending is None:
-        click.echo(click.style("\nsince the last save:", bold=True) if colour else "\nsince the last save:")
-        for line in changes(previous, report):
-            click.echo(f"  {line}")
-    if pending:
-        click.echo(f"\n{pending}", err=True)
+def interrupted() -> None:
+    """Ctrl-C: the shell's exit status for it (130), without click's 'Aborted!'; the sandbox is already closed."""
+    click.echo("", err=True)
+    sys.exit(130)
 
 
 def _write_formats(report, folder: Path, stem: str) -> None:
@@ -294,50 +296,6 @@ def settle_after_imports() -> None:
         torch.set_num_threads(1)
 
 
-def _wait_for_change(path: Path, practice: Any = None, before: Any = None) -> None:
-    """Return once ``path`` differs from ``before`` (its stamp when the last grade read it)."""
-    click.echo(f"\nwatching {path} for changes (Ctrl-C to stop)...", err=True)
-    if before is None:
-        before = _stamp(path)
-    listening = practice is not None
-    while _stamp(path) == before:
-        # A stat() per tick costs nothing; the candidate waits for the tick. In practice,
-        # the tick also listens for a request for help on the terminal.
-        if listening:
-            line = _line_within(0.1)
-            if line is None:
-                continue
-            if line is False:
-                listening = False  # the input closed: keep watching the file
-            else:
-                click.echo("\n".join(practice.requested()))
-        else:
-            time.sleep(0.1)
-
-
-def _line_within(seconds: float) -> str | bool | None:
-    """A line typed on stdin within ``seconds``, None if none came, False once stdin has closed."""
-    import select
-
-    try:
-        ready, _, _ = select.select([sys.stdin], [], [], seconds)
-    except (OSError, ValueError):
-        time.sleep(seconds)
-        return False
-    if not ready:
-        return None
-    line = sys.stdin.readline()
-    return line if line else False
-
-
-def _stamp(path: Path) -> tuple[float, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime, st.st_size)
-
-
 @main.command("explain")
 @click.argument("name", required=False)
 @click.option("--depth", type=click.Choice(("junior", "middle", "senior", "principal")),
@@ -346,11 +304,12 @@ def explain(name: str | None, depth: str | None) -> None:
     """Explain the interview concept NAME behind a check (without NAME: list them)."""
     from harness.concepts import render_concept, render_list
 
+    width = terminal.width(sys.stdout)
     if name is None:
-        click.echo(render_list())
+        click.echo(render_list(width))
         return
     try:
-        click.echo(render_concept(name, depth))
+        click.echo(render_concept(name, depth, width))
     except HarnessError as exc:
         _fail(str(exc))
 
@@ -384,6 +343,6 @@ def _fail(message: str, gradescope_advice: str = "") -> None:
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get("harness.gradescope"):
         _gradescope_fail(message, gradescope_advice)
-    click.echo(f"error: {message}", err=True)
+    click.echo(terminal.for_stream(f"error: {message}", sys.stderr), err=True)
     sys.exit(2)
 

@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Sequence
 
 import click
 import yaml
 
-from harness import specs
+from harness import specs, terminal
 from harness.specs.text import expect_lines, fill, quote, states_everything
 from harness.ops import LEVELS, OPS
 from harness.specs import CONCEPTS, DEFAULT_SPECS_DIR
+from harness.terminal import wrap
 
 __all__ = ["spec"]
 
 
 @click.group()
 def spec() -> None:
-    """Write and check YAML graph cases."""
+    """Write and check YAML graph cases: the spec library's cases and your own.
+
+    \b
+      grade spec new ID --expr "(x @ W).sum()" --input x=2x3 --input W=3x4
+                              draft a case; torch computes its expectations
+      grade spec fill FILE    write torch's expectations into the cases of FILE
+      grade spec check [PATH] validate cases as grading reads them
+      grade spec audit        which checks catch each catalogued bug
+      grade FILE --specs DIR  grade with your cases besides the shipped library
+    """
 
 
 def _shown(path: Path) -> Path:
@@ -30,6 +41,19 @@ def _shown(path: Path) -> Path:
         return path
 
 
+def _say(message: str) -> None:
+    """A message for a person at a terminal, wrapped to it (its first line starts with FILE:LINE:COLUMN); piped,
+    one line each, as tools and editors read ``file:line:column: message``."""
+    if _at_terminal():
+        click.echo("\n".join(wrap(message, terminal.width(sys.stdout), "", "    ")))
+    else:
+        click.echo(message)
+
+
+def _at_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -37,27 +61,33 @@ def _plural(n: int, noun: str) -> str:
 # ---- check ---------------------------------------------------------------------------
 
 
-@spec.command("check")
+@spec.command("check", short_help="Validate cases as grading reads them (their numbers, their ids).")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
-def check_command(paths: tuple[Path, ...]) -> None:
-    """Validate spec files (default: the shipped specs/ folder).
+@click.option("--only-specs", "alone", is_flag=True,
+              help="Check PATHS as `grade FILE --only-specs` reads them: alone, so an id the shipped library also "
+                   "has is no clash.")
+def check_command(paths: tuple[Path, ...], alone: bool) -> None:
+    """Validate spec files or folders (default: the shipped library) as grading reads them.
 
-    Prints one line per error as FILE:LINE:COLUMN: MESSAGE and a count line
-    last. Exits 1 if any case is invalid.
+    Every case is read and its stated numbers are checked against torch's autograd; ids must be
+    unique, also against the shipped library, which `grade FILE --specs PATH` grades them with.
+    Prints one line per error as FILE:LINE:COLUMN: MESSAGE and a count line last. Exits 1 if
+    any case is invalid.
     """
     if not paths:
         if not DEFAULT_SPECS_DIR.is_dir():
             raise click.UsageError(f"no PATH given and the default spec folder {DEFAULT_SPECS_DIR} does not exist")
         paths = (_shown(DEFAULT_SPECS_DIR),)
-    result = specs.check_specs(paths)
+    library = () if alone or not DEFAULT_SPECS_DIR.is_dir() else (_shown(DEFAULT_SPECS_DIR),)
+    result = specs.check_specs(paths, beside=library)
     if not result.files:
-        click.echo(f"no spec files (*.yaml) in {', '.join(map(str, paths))}")
+        _say(f"no spec files (*.yaml) in {', '.join(map(str, paths))}")
         raise click.exceptions.Exit(1)
     for error in result.errors:
-        click.echo(str(error))
+        _say(str(error))
     cases, files = _plural(result.case_count, "case"), _plural(len(result.files), "file")
     if result.errors:
-        click.echo(f"{_plural(len(result.errors), 'error')} in {cases} in {files}")
+        _say(f"{_plural(len(result.errors), 'error')} in {cases} in {files}")
         raise click.exceptions.Exit(1)
     click.echo(f"{cases} in {files}: all valid")
 
@@ -129,7 +159,8 @@ def _compile_draft(lines: list[str], label: str, *, check: bool = False) -> spec
 
 
 def _default_concepts(case: specs.SpecCase) -> list[str]:
-    concepts = [OPS[s.op].concept for s in case.program.steps]
+    """The concepts of every op of the case (an op's own and the ones it teaches), then of its features."""
+    concepts = [c for s in case.program.steps for c in (OPS[s.op].concept, *OPS[s.op].teaches)]
     if "feature:broadcasting" in case.requirements:
         concepts.append("broadcasting")
     if "feature:upstream" in case.requirements:
@@ -139,7 +170,7 @@ def _default_concepts(case: specs.SpecCase) -> list[str]:
     return list(dict.fromkeys(c for c in concepts if c in CONCEPTS)) or ["ops"]
 
 
-@spec.command("new")
+@spec.command("new", short_help="Draft a case from an expression; torch computes its expectations.")
 @click.argument("case_id", metavar="ID")
 @click.option("--expr", required=True, help='The output expression, written like candidate code: "(x @ W).relu().sum()".')
 @click.option("--input", "inputs", multiple=True, metavar="NAME=SHAPE", help="A float64 input, e.g. x=2x3 (or x=scalar).")
@@ -149,12 +180,14 @@ def _default_concepts(case: specs.SpecCase) -> list[str]:
 @click.option("--init", type=click.Choice(["randn", "uniform", "ints"]), default="randn", show_default=True,
               help="How float inputs are generated (uniform: in [0, 1), positive for log).")
 @click.option("--level", type=click.Choice(LEVELS), help="Default: the lowest level the case needs.")
-@click.option("--concept", "concepts", multiple=True, type=click.Choice(CONCEPTS),
-              help="Repeatable. Default: the concepts of the ops used.")
+@click.option("--concept", "concepts", multiple=True, type=click.Choice(CONCEPTS), metavar="CONCEPT",
+              help="A concept the case teaches (`grade explain` lists them; repeatable). Default: the concepts of "
+                   "every op of the expression.")
 @click.option("--title", help="One line. Default: the expression.")
 @click.option("--hint", help="Shown to a candidate who fails the case.")
 @click.option("--upstream", is_flag=True, help="Pass a random gradient of the output's shape to backward().")
-@click.option("--passes", type=click.IntRange(1, 2), default=1, show_default=True)
+@click.option("--passes", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="2: two forward and backward passes, whose gradients the leaves add up.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first input; the next get seed+1, ...")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Append the case to this file (created if missing). Default: print it.")
@@ -174,7 +207,11 @@ def new_command(
     seed: int,
     out: Path | None,
 ) -> None:
-    """Write a new case whose expectations are computed by torch autograd."""
+    """Write a new case ID for the expression --expr: its inputs drawn from a seed, its level and concepts
+    worked out from the ops it uses, its expectations computed by torch's autograd (float64).
+
+    The case is printed, or appended to --out; it passes `grade spec check` as written.
+    """
     if not re.fullmatch(r"[a-z0-9_.-]+", case_id):
         raise click.BadParameter("an id may only use lowercase letters, digits, '_', '.' and '-'", param_hint="ID")
     if not inputs and not int_inputs:
@@ -251,7 +288,7 @@ def _append(out: Path, text: str) -> None:
 # ---- fill ----------------------------------------------------------------------------
 
 
-@spec.command("fill")
+@spec.command("fill", short_help="Write torch's expectations into the cases of FILES.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True,
               help="Also replace expect blocks written by hand (wrong, incomplete, or complete and right).")
@@ -275,13 +312,13 @@ def fill_command(files: tuple[Path, ...], force: bool) -> None:
         }
         result = fill(parsed, keep)
         for error in result.errors:
-            click.echo(str(error))
+            _say(str(error))
         failed |= bool(result.errors)
         if result.by_hand and not force:
             for case_id, old, new in result.by_hand:
-                click.echo(f"{path}: {case_id}: the expect block written by hand is not what torch computes:")
+                _say(f"{path}: {case_id}: the expect block written by hand is not what torch computes:")
                 click.echo("\n".join([*(f"  - {line}" for line in old), *(f"  + {line}" for line in new)]))
-            click.echo(f"{path}: not changed; rerun with --force to replace expectations written by hand")
+            _say(f"{path}: not changed; rerun with --force to replace expectations written by hand")
             failed = True
             continue
         if result.text != parsed.text:
@@ -302,20 +339,24 @@ def fill_command(files: tuple[Path, ...], force: bool) -> None:
 # ---- audit ---------------------------------------------------------------------------
 
 
-@spec.command("audit")
+@spec.command("audit", short_help="Which checks catch each catalogued bug (and which your cases catch).")
 @click.option("--specs", "spec_paths", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="Spec folder or file to grade with instead of the shipped library (repeatable).")
+              help="Spec folder or file to grade with besides the shipped library (repeatable): the audit then "
+                   "says which bugs your cases catch.")
 @click.option("--max-examples", type=click.IntRange(1, 100_000), default=200, show_default=True,
               help="Random graphs tried by the core property check.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random graphs.")
 @click.option("--bug", "bug_ids", multiple=True, metavar="ID", help="Audit only this catalogued bug (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: the kill matrix for tools.")
 def audit_command(spec_paths: tuple[Path, ...], max_examples: int, seed: int, bug_ids: tuple[str, ...],
                   fmt: str) -> None:
     """Grade every catalogued bug as a submission and show which checks catch it.
 
-    Each bug of the catalogue is the reference engine with that one mistake. Exits 1
-    when a bug fails no check or the reference engine fails one.
+    Each bug of the catalogue is the reference engine with that one mistake. With --specs,
+    it also says which bugs your own cases catch, and which bugs no case of the shipped
+    library catches (where a new case would add most). Exits 1 when a bug fails no check
+    or the reference engine fails one.
     """
     import json
 
@@ -337,6 +378,7 @@ def audit_command(spec_paths: tuple[Path, ...], max_examples: int, seed: int, bu
                           progress=progress)
     except (HarnessError, specs.SpecError) as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(json.dumps(audit.to_dict(), indent=2) if fmt == "json" else render_audit(audit))
+    click.echo(json.dumps(audit.to_dict(), indent=2) if fmt == "json" else
+               render_audit(audit, terminal.width(sys.stdout)))
     if not audit.ok:
         raise click.exceptions.Exit(1)

@@ -19,40 +19,47 @@ from harness.report.feedback import render_feedback
 from harness.report.gradescope import gradescope_results
 from harness.report.html import render_html
 from harness.report.model import Report
-from harness.report.render import render_json, render_markdown, render_text
+from harness.report.render import render_json, render_markdown
 from harness.report.tables import render_csv, render_gradebook, render_junit
+from harness.report.text import render_text
 
-__all__ = ["Format", "FORMATS", "render", "BatchFormat", "BATCH_FORMATS", "Cohort"]
+__all__ = ["Format", "FORMATS", "ALIASES", "render", "BatchFormat", "BATCH_FORMATS", "Cohort"]
 
 
 @dataclass(frozen=True)
 class Format:
-    render: Callable[[Report, bool, bool, Sequence[tuple[str, str]]], str]
-    """``(report, colour, verbose, visibility rules) -> text``."""
+    render: Callable[[Report, bool, bool, Sequence[tuple[str, str]], int | None, int | None], str]
+    """``(report, colour, verbose, visibility rules, width, height) -> text``; width and height are the
+    screen's (None: unknown), which only the text report fits itself to."""
     suffix: str = ""
     """The file ending ``--output-dir`` writes the format with; empty: not written there."""
     watched: bool = True
     """Whether ``--watch`` may show it (a format for a machine is read once, not watched)."""
 
 
-def _text(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
-    return render_text(report, colour, verbose)
+def _text(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]], width: int | None,
+          height: int | None) -> str:
+    return render_text(report, colour, verbose, width=width, height=height)
 
 
-def _json(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
+def _json(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]], width: int | None,
+          height: int | None) -> str:
     return render_json(report, colour, verbose)
 
 
-def _markdown(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
+def _markdown(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]], width: int | None,
+              height: int | None) -> str:
     return render_markdown(report, colour, verbose)
 
 
-def _gradescope(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
+def _gradescope(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]],
+                width: int | None, height: int | None) -> str:
     """Gradescope's results.json: one test per check, with ``--visibility``'s rules."""
     return json.dumps(gradescope_results(report, visibility), indent=2)
 
 
-def _feedback(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]]) -> str:
+def _feedback(report: Report, colour: bool, verbose: bool, visibility: Sequence[tuple[str, str]], width: int | None,
+              height: int | None) -> str:
     """The candidate's Markdown: the write-up without hidden spec cases."""
     return render_feedback(report)
 
@@ -66,9 +73,13 @@ FORMATS: Final[dict[str, Format]] = {
 }
 
 
+ALIASES: Final[dict[str, str]] = {"md": "markdown", "txt": "text"}
+"""Other names a format answers to: its file ending."""
+
+
 def render(report: Report, fmt: str, *, colour: bool = False, verbose: bool = False,
-           visibility: Sequence[tuple[str, str]] = ()) -> str:
-    return FORMATS[fmt].render(report, colour, verbose, visibility)
+           visibility: Sequence[tuple[str, str]] = (), width: int | None = None, height: int | None = None) -> str:
+    return FORMATS[ALIASES.get(fmt, fmt)].render(report, colour, verbose, visibility, width, height)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,13 @@ every renderer reads the ``Report`` they make up. ``Report.to_dict`` is the publ
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final, Mapping, Protocol
 
 from harness.vocabulary import FAILING, INFORMATIONAL, KINDS, OUTCOMES, STATUSES
 
 __all__ = ["CheckResult", "Evidence", "Interview", "ReviewEntry", "RootCause", "Report", "OUTCOMES", "STATUSES",
-           "exit_code", "combine", "changes"]
+           "exit_code", "changes"]
 
 CANDIDATE_TEXT_FIELDS: Final = ("message", "checks[].message", "checks[].details", "output", "root_causes[].snippet",
                                  "root_causes[].explanation", "integrity.violations",
@@ -322,70 +321,30 @@ class Report:
         )
 
 
-def combine(first: Report, rest: Report) -> Report:
-    """One report from two grades of the same file over different levels (``--watch`` grades core first).
-
-    ``first`` holds the core level and decides the interview; ``rest`` adds the other levels. A
-    violation found in either part makes the whole an integrity violation scoring 0, as one grade of
-    every level would have; a review finding in either part holds the interview bar.
-    """
-    levels = {**rest.levels, **first.levels}
-    order = list(rest.levels) or list(levels)
-    levels = {level: levels[level] for level in sorted(levels, key=lambda l: order.index(l) if l in order else -1)}
-    causes: dict[str | None, RootCause] = {}
-    for cause in (*first.root_causes, *rest.root_causes):
-        if cause.key in causes:
-            merged = causes[cause.key]
-            causes[cause.key] = dataclasses.replace(merged, checks=merged.checks + cause.checks,
-                                                    points=round(merged.points + cause.points, 2))
-        else:
-            causes[cause.key] = cause
-    statuses = ("integrity_violation", "timeout", "error", "graded")
-    status = min(first.status, rest.status, key=statuses.index)
-    violations = tuple(dict.fromkeys(first.integrity_violations + rest.integrity_violations))
-    checks = first.checks + rest.checks
-    interview = first.interview
-    if violations or status != "graded":
-        # A violation (or a failure to grade) in either part is the whole file's: nothing scores, and
-        # the interview bar, decided by the core part alone, is not passed.
-        status = "integrity_violation" if violations else status
-        levels = {level: {**v, "score": 0.0} for level, v in levels.items()}
-        checks = tuple(dataclasses.replace(c, points=0.0) for c in checks)
-        if interview is not None:
-            interview = dataclasses.replace(interview, passed=False, core_score=0.0)
-    needs_review = bool(first.integrity_review or rest.integrity_review)
-    if interview is not None and needs_review and not interview.needs_review:
-        interview = dataclasses.replace(interview, passed=False, needs_review=True)
-    return Report(
-        file=first.file, status=status, score=sum(v["score"] for v in levels.values()),
-        max_score=sum(v["max_score"] for v in levels.values()), levels=levels, checks=checks,
-        integrity_violations=violations,
-        message=first.message or rest.message, seed=first.seed, interview=interview,
-        output={k: first.output.get(k, "") + rest.output.get(k, "") for k in ("stdout", "stderr")},
-        timings={**rest.timings, **first.timings}, grader_version=first.grader_version,
-        integrity_review=tuple({(e.line, e.construct): e for e in
-                                (*first.integrity_review, *rest.integrity_review)}.values()),
-        root_causes=tuple(sorted(causes.values(), key=lambda c: -c.points)),
-        isolation=first.isolation, isolation_note=first.isolation_note, source_sha256=first.source_sha256,
-        diagnosis_error="; ".join(e for e in (first.diagnosis_error, rest.diagnosis_error) if e),
-        source_note=first.source_note, agreements=first.agreements, variant=first.variant,
-    )
-
-
 def changes(before: Report, after: Report) -> list[str]:
-    """What changed between two grades of one file, for ``--watch``: one line per kind of change."""
+    """What changed between two grades of one file, for ``--watch``: one line per kind of change.
+
+    Only what both grades cover is compared: the core level's early report against the last
+    full one compares the core checks and the core score.
+    """
     old = {c.id: c.outcome for c in before.checks}
     lines = []
-    for verb, test in (("pass", lambda o, n: n == "passed" and o != "passed"),
-                       ("fail", lambda o, n: n in FAILING and o == "passed")):
+    for verb, verbs, test in (("pass", "passes", lambda o, n: n == "passed" and o != "passed"),
+                              ("fail", "fails", lambda o, n: n in FAILING and o == "passed")):
         ids = [c.id for c in after.checks if c.id in old and test(old[c.id], c.outcome)]
         if ids:
             shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-            counted = f"1 check now {verb}s" if len(ids) == 1 else f"{len(ids)} checks now {verb}"
+            counted = f"1 check now {verbs}" if len(ids) == 1 else f"{len(ids)} checks now {verb}"
             lines.append(f"{counted}: {shown}")
-    delta = after.score - before.score
-    if abs(delta) >= 0.05:
-        lines.append(f"score {before.score:.1f} -> {after.score:.1f} ({delta:+.1f})")
+    levels = [level for level in after.levels if level in before.levels]
+    if set(levels) == set(before.levels) == set(after.levels):
+        label, was, now = "score", before.score, after.score
+    else:
+        label = " + ".join(levels)
+        was, now = (sum(r.levels[level]["score"] for level in levels) for r in (before, after))
+    delta = now - was
+    if levels and abs(delta) >= 0.05:
+        lines.append(f"{label} {was:.1f} -> {now:.1f} ({delta:+.1f})")
     return lines or ["no check changed its outcome"]
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from harness.report.model import Report
 from harness.report.safety import markdown_inline, printable
+from harness.terminal import DEFAULT_WIDTH, wrap
 
 __all__ = ["saved_table", "text_lines", "markdown_lines"]
 
@@ -15,32 +16,57 @@ def saved_table(report: Report) -> dict[str, Any] | None:
     return report.saved_tensors()
 
 
+def _kept_items(row: dict[str, Any]) -> list[str]:
+    return [f"{printable(str(k['node']) or 'other')} {k['bytes']} B" for k in row.get("kept", [])]
+
+
 def _kept(row: dict[str, Any]) -> str:
-    parts = [f"{printable(str(k['node']) or 'other')} {k['bytes']} B" for k in row.get("kept", [])]
-    return ", ".join(parts) or "nothing"
+    return ", ".join(_kept_items(row)) or "nothing"
 
 
-def text_lines(table: dict[str, Any], full: bool) -> list[str]:
-    """The whole table (``full``); else one line when every graph is lean (a failure has its own line)."""
+def _packed(items: list[str], first: str, hanging: str, width: int) -> list[str]:
+    """``items`` joined by commas after ``first``, wrapped to ``width`` between items, never inside one."""
+    lines, line = [], first
+    for n, item in enumerate(items):
+        piece = item + ("," if n < len(items) - 1 else "")
+        if line.strip() and len(line) + 1 + len(piece) > width and line != first:
+            lines.append(line)
+            line = hanging + piece
+        else:
+            line += ("" if line == first else " ") + piece
+    return [*lines, line]
+
+
+def text_lines(table: dict[str, Any], full: bool, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The whole table (``full``), ``width`` columns wide; else one line when every graph is lean (a failure
+    has its own line)."""
     rows = table.get("rows", [])
     over = [r for r in rows if r.get("excess_bytes")]
     in_place = f"in-place change of a saved tensor: {printable(str(table.get('in_place_text', '')))}"
     if not full:
         if over:
             return []
-        return ["", f"saved tensors: each of {len(rows)} graphs keeps only what its backward reads; {in_place}"]
-    lines = ["", "saved tensors (kept vs needed between forward and backward; grade explain saved_tensors)",
-             f"  {'graph':<26} {'kept':>7} {'needed':>7} {'for nothing':>11}  kept storages"]
-    shown = rows if full else over
-    for r in shown:
-        if r.get("error"):
-            lines.append(f"  {printable(r['case']):<26} could not be built: {printable(r['error'])[:60]}")
+        return ["", *wrap(f"saved tensors: each of {len(rows)} graphs keeps only what its backward reads; "
+                          f"{in_place}", width)]
+    lines = ["", *wrap("saved tensors (kept vs needed between forward and backward; grade explain saved_tensors)",
+                       width),
+             *([] if width < 80 else [f"  {'graph':<26} {'kept':>7} {'needed':>7} {'for nothing':>11}  kept storages"])]
+    narrow = width < 80  # the columns do not fit: one wrapped sentence per graph
+    for r in rows:
+        if narrow:
+            what = (f"could not be built: {printable(r['error'])}" if r.get("error") else
+                    f"kept {r['kept_bytes']} B, needed {r['needed_bytes']} B, for nothing {r['excess_bytes']} B: "
+                    f"{_kept(r)}")
+            lines += wrap(f"{printable(r['case'])}: {what}", width, "  ", "    ")
             continue
-        lines.append(f"  {printable(r['case']):<26} {r['kept_bytes']:>5} B {r['needed_bytes']:>5} B "
-                     f"{r['excess_bytes']:>9} B  {_kept(r)}")
-    if len(shown) < len(rows):
-        lines.append(f"  ({len(rows) - len(shown)} more graphs keep only what they need; -v shows the whole table)")
-    lines.append(f"  {in_place}")
+        if r.get("error"):
+            lines += wrap(f"could not be built: {printable(r['error'])}", width, f"  {printable(r['case']):<26} ",
+                          " " * 6)
+            continue
+        figures = f"  {printable(r['case']):<26} {r['kept_bytes']:>5} B {r['needed_bytes']:>5} B " \
+                  f"{r['excess_bytes']:>9} B  "
+        lines += _packed(_kept_items(r) or ["nothing"], figures, " " * len(figures), width)
+    lines += wrap(in_place, width, "  ", "    ")
     return lines
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from harness.compare import Tolerance, compare, tolerance_for
+from harness.errors import did_you_mean
 from harness.lazy_modules import lazy_module
 from harness.ops import LEVELS, OPS, needs_broadcasting
 from harness.program import DTYPES, Leaf, Outcome, Program, ProgramError
@@ -19,7 +20,8 @@ from harness.specs.expressions import BuiltStep, ExprError, compile_expression
 from harness.specs.format import (CASE_KEYS, CONCEPTS, EXPECT_KEYS, Expectations, INITS, INPUT_KEYS,
                                   MAX_ELEMENTS, REQUIRED_CASE_KEYS, SpecCase, SpecError, TOLERANCE_KEYS, UPSTREAM_KEYS, _BOUNDS, _ID,
                                   _NAME, _float64, _generate, _recipe)
-from harness.specs.yaml_nodes import Entries, _Source, _bool, _check_keys, _fmt, _mapping, _nested, _number, _string
+from harness.specs.yaml_nodes import (Entries, _Source, _bool, _check_keys, _fmt, _mapping, _nested, _number, _string,
+                                      key_errors)
 
 torch = lazy_module("torch", globals())
 
@@ -68,7 +70,7 @@ class _CaseReader:
         self.entries = _mapping(src, self.node, "a case")
         if "id" in self.entries:
             self.attempt(self._id)
-        self.attempt(_check_keys, src, self.node, self.entries, "a case", CASE_KEYS, REQUIRED_CASE_KEYS)
+        self.errors += key_errors(src, self.node, self.entries, "a case", CASE_KEYS, REQUIRED_CASE_KEYS)
         title = self.attempt(self._line, "title")
         level = self.attempt(self._choice, "level", LEVELS)
         concepts = self.attempt(self._concepts)
@@ -158,7 +160,8 @@ class _CaseReader:
             return None
         value = _string(self.src, node, key)
         if value not in choices:
-            raise self.src.error(node, f"unknown {key} {value!r}; one of: {', '.join(choices)}")
+            raise self.src.error(node, f"unknown {key} {value!r}{did_you_mean(value, choices)}; one of: "
+                                       f"{', '.join(choices)}")
         return value
 
     def _concepts(self) -> list[str] | None:
@@ -171,7 +174,8 @@ class _CaseReader:
         for item in node.value:
             value = _string(self.src, item, "a concept")
             if value not in CONCEPTS:
-                raise self.src.error(item, f"unknown concept {value!r}; one of: {', '.join(CONCEPTS)}")
+                raise self.src.error(item, f"unknown concept {value!r}{did_you_mean(value, CONCEPTS)}; one of: "
+                                           f"{', '.join(CONCEPTS)}")
             if value in concepts:
                 raise self.src.error(item, f"concept {value!r} is listed twice")
             concepts.append(value)

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Final, Mapping
 
+from harness.errors import did_you_mean
 from harness.lazy_modules import lazy_module
 from harness.ops import OPS, OpSpec, checked_apply
 from harness.program import Step
@@ -245,11 +246,13 @@ class _Compiler:
         )
 
     def unknown_method(self, attr: str) -> str:
-        return f"unknown method {attr!r}; known methods: {', '.join(method_names())}"
+        return f"unknown method {attr!r}{did_you_mean(attr, method_names())}; known methods: " \
+               f"{', '.join(method_names())}"
 
     def unknown_attribute(self, attr: str) -> str:
         known = ", ".join(f".{a}" for a in _attribute_names())
-        return f"unknown attribute {attr!r}; the only attributes are {known} and the op table's methods"
+        return f"unknown attribute {attr!r}{did_you_mean(attr, _attribute_names())}; the only attributes are " \
+               f"{known} and the op table's methods"
 
     def literal(self, node: ast.Constant) -> str:
         kind = {str: "a string", bytes: "a bytes literal", bool: str(node.value), type(None): "None"}.get(
@@ -284,8 +287,9 @@ class _Compiler:
             return node.id
         if node.id in self.pending:
             raise self.fail(node, f"{node.id!r} is used before it is defined (steps run in the order they are written)")
-        known = ", ".join(n for n in self.scope if not n.startswith("_")) or "none"
-        raise self.fail(node, f"unknown name {node.id!r}; defined so far: {known}")
+        names = [n for n in self.scope if not n.startswith("_")]
+        raise self.fail(node, f"unknown name {node.id!r}{did_you_mean(node.id, names)}; defined so far: "
+                              f"{', '.join(names) or 'none'}")
 
     def number(self, node: ast.Constant) -> int | float:
         if _is_number(node.value):

@@ -167,8 +167,9 @@ class SpecCheckResult:
         return sum(len(p.cases) for p in self.parsed)
 
 
-def check_specs(paths: Iterable[str | Path]) -> SpecCheckResult:
-    """Validate every case under ``paths``, including that ids are unique across all of them.
+def check_specs(paths: Iterable[str | Path], beside: Iterable[str | Path] = ()) -> SpecCheckResult:
+    """Validate every case under ``paths``, including that ids are unique across all of them and the spec
+    files ``beside`` them (the shipped library, which ``--specs`` grades them with; only their ids are read).
 
     A folder without any spec file is an error: grading with it would silently grade nothing.
     """
@@ -177,6 +178,11 @@ def check_specs(paths: Iterable[str | Path]) -> SpecCheckResult:
     with _loading():
         parsed = [parse_file(path) for path in files]
     seen: dict[str, SpecError] = {}
+    checked = {f.resolve() for f in files}
+    for other in spec_files(beside):
+        if other.resolve() not in checked:
+            for case_id, where in case_ids(other):
+                seen.setdefault(case_id, where)
     errors: list[SpecError] = [SpecError(path, 0, 0, "no spec files (*.yaml) in this folder")
                                for path in map(Path, paths) if path.is_dir() and not any(path.rglob("*.yaml"))]
     cases: list[SpecCase] = []
@@ -192,9 +198,11 @@ def check_specs(paths: Iterable[str | Path]) -> SpecCheckResult:
                 if first is not here:
                     duplicate = True
                     where = f"{first.path}:{first.line}:{first.column}"
-                    errors.append(
-                        SpecError(here.path, here.line, here.column, f"duplicate id {entry.id!r} (first defined at {where})")
-                    )
+                    shipped = Path(first.path).resolve() not in checked
+                    errors.append(SpecError(here.path, here.line, here.column, (
+                        f"id {entry.id!r} is already a case of the shipped library ({where}): grading with "
+                        "--specs reads both, so choose another id (--only-specs reads yours alone)") if shipped
+                        else f"duplicate id {entry.id!r} (first defined at {where})"))
             if entry.case is not None and not duplicate:
                 cases.append(entry.case)
     return SpecCheckResult(files, parsed, cases, errors)

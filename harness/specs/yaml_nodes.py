@@ -9,6 +9,7 @@ from typing import Any, Final, Sequence
 
 import yaml
 
+from harness.errors import closest
 from harness.specs.expressions import ExprError
 from harness.specs.format import SpecError
 
@@ -97,9 +98,18 @@ def _compose(src: _Source) -> yaml.Node | None:
         if exc.context and exc.problem and exc.context_mark is not None:
             context = f" ({exc.context} at line {exc.context_mark.line + 1})"
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        if "'\\t'" in problem or "tab" in problem:
+            raise SpecError(src.path, line, column, _tab(src.line(line - 1), column)) from None
         raise SpecError(src.path, line, column, f"invalid YAML: {problem}{context}") from None
     except yaml.YAMLError as exc:
         raise SpecError(src.path, 1, 1, f"invalid YAML: {exc}") from None
+
+
+def _tab(text: str, column: int) -> str:
+    """What a tab where YAML refuses one means, in plain words."""
+    if not text[: column - 1].strip(" \t"):
+        return "this line is indented with a tab: YAML indents with spaces only (replace the tab with spaces)"
+    return "a tab where YAML allows only spaces (a tab may only stand inside quotes): use spaces here"
 
 
 # ---- typed reads of composed nodes --------------------------------------------------
@@ -163,15 +173,29 @@ def _mapping(src: _Source, node: yaml.Node, what: str) -> Entries:
     return entries
 
 
+def key_errors(
+    src: _Source, node: yaml.Node, entries: Entries, what: str, allowed: Sequence[str], required: Sequence[str] = ()
+) -> list[SpecError]:
+    """Every unknown key (with the key it was probably meant to be) and every missing required key."""
+    errors, meant = [], set()
+    for name, (key, _) in entries.items():
+        if name not in allowed:
+            typo = closest(name, [a for a in allowed if a not in entries])
+            meant.add(typo)
+            hint = f" (did you mean {typo}?)" if typo else ""
+            errors.append(src.error(key, f"unknown key {name!r} in {what}{hint}; allowed: {', '.join(allowed)}"))
+    for name in required:
+        if name not in entries and name not in meant:  # a misspelt key is not reported twice
+            errors.append(src.error(node, f"{what} is missing the required key {name!r}"))
+    return errors
+
+
 def _check_keys(
     src: _Source, node: yaml.Node, entries: Entries, what: str, allowed: Sequence[str], required: Sequence[str] = ()
 ) -> None:
-    for name, (key, _) in entries.items():
-        if name not in allowed:
-            raise src.error(key, f"unknown key {name!r} in {what}; allowed: {', '.join(allowed)}")
-    for name in required:
-        if name not in entries:
-            raise src.error(node, f"{what} is missing the required key {name!r}")
+    errors = key_errors(src, node, entries, what, allowed, required)
+    if errors:
+        raise errors[0]
 
 
 def _nested(src: _Source, node: yaml.Node, what: str, *, integer: bool) -> tuple[Any, tuple[int, ...]]:

@@ -69,9 +69,26 @@ def test_the_matrix_lists_checks_per_bug_and_bugs_per_check():
         "  spec cases            2 of 2 catch at least one bug",
         "  (none)                core.order",
         "",
+        "bugs no case of the shipped library catches (1; a case that catches one adds most): recursive_topo",
+        "",
         "the reference engine fails no check",
         "every bug is caught (2 of 2)",
     ]
+
+
+def test_the_matrix_says_what_the_authors_own_cases_catch():
+    small = _small_audit(caught=True)
+    audit = Audit(small.rows, (), (*small.checks, "spec:mine.tree"), {"seed": 0, "max_examples": 200,
+                                                                      "specs": ["my_specs"]},
+                  own=("spec:core.reuse.cube", "spec:mine.tree"))
+    text = render_audit(audit)
+    assert ("your cases (2, from my_specs) catch 1 of 2 catalogued bugs:\n  overwrite: spec:core.reuse.cube\n"
+            "  catch no bug: spec:mine.tree") in text
+    # A library case (core.reuse.square) catches overwrite; only a targeted check catches recursive_topo.
+    assert "bugs no case of the shipped library catches (1; a case that catches one adds most): recursive_topo" \
+        in text
+    assert audit.to_dict()["own_cases"] == {"cases": ["spec:core.reuse.cube", "spec:mine.tree"],
+                                            "catch": {"overwrite": ["spec:core.reuse.cube"]}}
 
 
 def test_a_bug_nothing_catches_is_listed_loudly_and_fails_the_command(monkeypatch):

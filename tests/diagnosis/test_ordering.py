@@ -1,22 +1,18 @@
 """What to fix first: a missing core method, then the engine's structure, core ops, follow-ups, extensions.
 
-Also: gates that never ran are "not attempted", not "failed"; ``--watch`` (core first, then the
-rest) ends with the same root causes as a plain grade; a class under another name is suggested
-from the source alone.
+Also: gates that never ran are "not attempted", not "failed"; a class under another name is suggested
+from the source alone. (``--watch`` is one plain grade of each save: tests/test_watch.py.)
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from harness.diagnosis.mutants import reference_source
 from harness.grade import GradeOptions, grade
-from harness.watch import rediagnose
 from harness.preflight import Unrunnable, read_submission
-from harness.report.model import combine
 from harness.report.render import render_text
 
 pytestmark = pytest.mark.slow
@@ -37,19 +33,8 @@ def test_a_missing_core_method_is_the_first_thing_to_fix(launcher, tmp_path):
     interview = report.interview
     assert interview.gates_failed == () and interview.gates_not_attempted
     assert not interview.passed
-    assert "gates not attempted: " in render_text(report).splitlines()[-1]
-
-
-def test_watch_and_a_plain_grade_give_the_same_diagnosis(launcher):
-    path = BUGS / "recursive_build_topo.py"
-    options = GradeOptions(max_examples=10, levels=("core", "followups"))
-    plain = grade(path, options, launcher)
-    core = grade(path, dataclasses.replace(options, levels=("core",)), launcher)
-    rest = grade(path, dataclasses.replace(options, levels=("followups",)), launcher)
-    watched = rediagnose(combine(core, rest), options)
-    assert [c.name for c in watched.root_causes] == [c.name for c in plain.root_causes]
-    assert [sorted(c.checks) for c in watched.root_causes] == [sorted(c.checks) for c in plain.root_causes]
-    assert plain.root_causes[0].bug == "recursive_topo"
+    score_line = " ".join(render_text(report).rsplit("\nscore ", 1)[1].split())  # wrapped to the page
+    assert "gates not attempted: " in score_line
 
 
 def test_a_class_under_another_name_is_suggested_from_the_source(tmp_path):

@@ -106,8 +106,8 @@ def test_the_agreements_are_in_the_header_and_the_json(graded):
     report = graded[TERMS]
     data = report.to_dict()
     assert data["agreements"] == {"broadcasting": "no", "upstream": "no", "second_backward": "overwrite"}
-    assert render_text(report).splitlines()[1] == \
-        "  agreed interface: broadcasting=no, upstream=no, second_backward=overwrite"
+    header = render_text(report).split("\n\n")[0].splitlines()  # under the first line, wrapped to the page
+    assert header[-1] == "  agreed interface: broadcasting=no, upstream=no, second_backward=overwrite"
     assert "Agreed interface: broadcasting=no, upstream=no, second_backward=overwrite" in render_markdown(report)
     assert "agreed interface" not in render_text(graded[""])
 

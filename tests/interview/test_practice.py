@@ -17,7 +17,7 @@ import pytest
 
 from harness.concepts import concepts
 from harness.practice import FOLLOW_UPS, Practice
-from harness.report.model import CheckResult, Report
+from harness.report.model import CheckResult, Report, RootCause
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +91,26 @@ def test_follow_ups_agreed_away_are_not_asked():
                                    "interface (broadcasting=no)") for c in CORE_PASSES.checks])
     shown = "\n".join(Practice(clock=Clock()).regraded(agreed))
     assert f"Follow-up question 1 of {len(FOLLOW_UPS) - 1}, graded by followups.upstream:" in shown
+
+
+def test_help_wraps_to_the_terminal_comes_in_its_stated_order_and_names_the_op():
+    cause = RootCause(None, "`a.relu()`: raises NotImplementedError in the forward pass", "ops",
+                      hint="run the reproduction below: the op fails before any gradient is computed",
+                      checks=("core.requires_grad",), snippet="import torch\n" + "x = 1  # " + "long " * 30, op="relu")
+    report = _report(_check("core.requires_grad", "error", "ops"), causes=(cause,))
+    session = Practice(clock=Clock(), width=60)
+    first = session.regraded(report)
+    question = " ".join(" ".join(first).split())
+    assert "ops: Each op's backward rule, here `a.relu()` (help step 1 of 3)" in question
+    assert "question: What is the derivative rule of `a.relu()`, and what does it need from forward?" in question
+    second = session.regraded(report)
+    hint = " ".join(" ".join(second).split())
+    # Step 2 shows no snippet, so its hint cannot point "below": it says when the reproduction comes.
+    assert "hint: run the reproduction (the next step of help): the op fails" in hint and "below" not in hint
+    assert all(len(line) <= 60 for line in second)
+    third = session.regraded(report)
+    assert "hint: run the reproduction below" in " ".join(" ".join(third).split())  # now it is below
+    assert "      x = 1  # " + "long " * 29 + "long" in third  # code is never wrapped
 
 
 # ---- one session in a terminal ---------------------------------------------------------------------
@@ -175,6 +195,7 @@ def test_a_practice_session_in_a_terminal(tmp_path, terminal):
     third = t.expect(r"press h and Enter")
     assert "(help step 3 of 3)" in third and "    snippet (run it and compare with torch):" in third
     _save(solution, (SOLUTIONS / "correct_core.py").read_text())  # the core level passes: a follow-up
-    fourth = t.expect(r"Follow-up question 1 of \d+, graded by followups.broadcasting, followups.properties")
+    # Wrapped to the terminal: a space in the text may be a line break on screen.
+    fourth = t.expect(r"Follow-up question 1 of \d+, graded by\s+followups.broadcasting,\s+followups.properties")
     assert re.search(r"practice  \d\d:\d\d elapsed of 45:00", fourth)
-    t.expect(re.escape(concepts()["broadcasting"].question))
+    t.expect(r"\s+".join(map(re.escape, concepts()["broadcasting"].question.split())))

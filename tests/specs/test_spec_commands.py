@@ -61,6 +61,30 @@ def test_check_prints_one_line_per_error_and_the_count_last(tmp_path: Path) -> N
     ]
 
 
+def test_check_finds_an_id_the_shipped_library_has_as_grading_would(tmp_path: Path) -> None:
+    (tmp_path / "mine.yaml").write_text(VALID.replace("t.square", "core.reuse.square"))
+    result = grade("check", tmp_path / "mine.yaml")
+    assert result.exit_code == 1
+    first = result.output.splitlines()[0]
+    assert first.startswith(f"{tmp_path}/mine.yaml:1:7: id 'core.reuse.square' is already a case of the shipped "
+                            "library (")
+    assert first.endswith("): grading with --specs reads both, so choose another id (--only-specs reads yours alone)")
+    # --only-specs reads them alone, as `grade FILE --only-specs` does: no clash.
+    assert grade("check", "--only-specs", tmp_path / "mine.yaml").exit_code == 0
+    # The library itself, or one of its files, never clashes with itself.
+    assert grade("check", Path(spec_commands.DEFAULT_SPECS_DIR) / "core").exit_code == 0
+
+
+def test_errors_are_wrapped_for_a_person_at_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setattr(spec_commands, "_at_terminal", lambda: True)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.yaml").write_text(VALID.replace("(a * a).sum()", "(a * a).tanhh()"))
+    lines = grade("check", "a.yaml").output.splitlines()
+    assert lines[0].startswith("a.yaml:7:19: ") and all(len(line) <= 60 for line in lines)
+    assert lines[1].startswith("    ") and "(did you mean tanh?)" in " ".join(lines)
+
+
 def test_check_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     result = grade("check", tmp_path / "nope")
     assert result.exit_code == 2
@@ -97,7 +121,7 @@ def test_new_prints_a_case_with_torch_expectations(tmp_path: Path) -> None:
         "id": "t.mlp",
         "title": "(x @ W).relu().sum()",
         "level": "core",
-        "concepts": ["ops", "shapes"],
+        "concepts": ["ops", "matmul", "routing", "shapes"],  # every op's: @ teaches matmul, relu routing
         "inputs": {"x": {"shape": [2, 3], "init": "randn", "seed": 0}, "W": {"shape": [3, 4], "init": "randn", "seed": 1}},
         "output": "(x @ W).relu().sum()",
     }

@@ -192,8 +192,8 @@ def test_duplicate_mapping_key() -> None:
 def test_unknown_case_key_lists_the_allowed_ones() -> None:
     text = case_text("inputs: {x: {value: 1.0}}\noutput: x.sum()\nexpected: {output: 1.0}\n")
     assert errors_of(text) == [
-        "case.yaml:7:1: unknown key 'expected' in a case; allowed: id, title, level, concepts, hint, inputs, "
-        "steps, output, upstream, passes, expect, tolerance, hidden"
+        "case.yaml:7:1: unknown key 'expected' in a case (did you mean expect?); allowed: id, title, level, concepts, "
+        "hint, inputs, steps, output, upstream, passes, expect, tolerance, hidden"
     ]
 
 

@@ -32,6 +32,7 @@ from harness.sandbox.worker.counters import graph_nodes
 from harness.sandbox.worker.formulas import foreign_formulas
 from harness.sandbox.worker.saved import kept_storages, storage_key
 from harness.variants import FOREIGN_FORMULA
+from harness.graph_shapes import wire_steps
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
 from harness.sandbox.worker.measures import count_alive, counting_python_calls, reachable, reachable_of_shape, weak
@@ -108,6 +109,7 @@ class Evaluator:
     def do_run(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run a graph program: forward, backward (once or twice), then report everything seen."""
         wire = request["program"]
+        steps = wire_steps(wire)  # written out, or a timing graph's description (graph_shapes)
         guard = bool(request.get("guard", True))
         observe_all = request.get("observe", "all") == "all"
         leaves: dict[str, Any] = {}
@@ -129,7 +131,7 @@ class Evaluator:
         try:
             for _ in range(int(wire.get("passes", 1))):
                 results = dict(leaves)
-                for step in wire["steps"]:
+                for step in steps:
                     operands = [results[a] if isinstance(a, str) else a for a in step["args"]]
                     params = {k: tuple(v) if isinstance(v, list) else v for k, v in step["params"].items()}
                     try:
@@ -162,7 +164,7 @@ class Evaluator:
         except _Failed as failed:
             described = {s["name"]: f"{s['name']} = " + OPS[s["op"]].render(
                 [a if isinstance(a, str) else repr(a) for a in s["args"]],
-                {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in wire["steps"]}
+                {k: tuple(v) if isinstance(v, list) else v for k, v in s["params"].items()}) for s in steps}
             if failed.where.startswith("forward: "):  # the step that raised is the node
                 reply["error"] = error_facts(failed.where, failed.exc)
                 reply["error"]["node"] = described.get(failed.where.removeprefix("forward: "), "")
@@ -171,7 +173,7 @@ class Evaluator:
                 reply["error"] = error_facts(failed.where, failed.exc, nodes,
                                              [results[name] for name in described if name in results])
         reply["seconds"] = time.perf_counter() - started
-        names = [s["name"] for s in wire["steps"]] if observe_all else [wire["output"]]
+        names = [s["name"] for s in steps] if observe_all else [wire["output"]]
         # Reading .grad or .data runs candidate code too (a property), so it is guarded as well.
         try:
             with self.guarded(guard):
