@@ -61,9 +61,26 @@ def placeholder(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
         return "its body is only a docstring"
     if len(body) == 1 and isinstance(body[0], ast.Raise) and _not_implemented(body[0].exc):
         return "its body only raises NotImplementedError"
+    for i, statement in enumerate(body):
+        # Started and left unfinished (``x = self.data`` then the template's raise): names bound and nothing
+        # called before the raise, so every call raises having done nothing.
+        if isinstance(statement, ast.Raise) and _not_implemented(statement.exc):
+            if all(_binds_only(s) for s in body[:i]):
+                return "it raises NotImplementedError before doing anything"
+            break
     if all(isinstance(s, ast.Pass) or _is_ellipsis(s) for s in body):
         return "its body is only " + ("pass" if any(isinstance(s, ast.Pass) for s in body) else "...")
     return ""
+
+
+def _binds_only(statement: ast.stmt) -> bool:
+    """A statement that only binds names to what is already there (``x = self.data``): no call, no control flow."""
+    if isinstance(statement, ast.Pass) or _is_ellipsis(statement):
+        return True
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+        return False
+    return not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda))
+                   for n in ast.walk(statement))
 
 
 def _not_implemented(exc: ast.expr | None) -> bool:

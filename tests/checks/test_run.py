@@ -85,3 +85,33 @@ def test_number_operands_are_judged_per_op_so_one_missing_reflection_skips_only_
     results, runnable = triage(plan, frozenset({"__rsub__"}), features, "Tensor", lambda c: None)
     assert [c.id for c in runnable] == ["extensions.a"]
     assert (results["extensions.b"].kind, results["extensions.b"].reason) == ("missing_feature", "numbers")
+
+
+def test_a_member_started_and_left_raising_is_a_stub_and_one_that_may_return_first_is_not():
+    import ast
+
+    from harness.stubs import stub_members
+
+    source = '''
+class Tensor:
+    def relu(self):
+        x = self.data
+        raise NotImplementedError("relu")
+
+    def sum(self):
+        if self.data.dim() == 0:
+            return self
+        raise NotImplementedError
+
+    def exp(self):
+        """Left for later."""
+        raise NotImplementedError
+
+    def backward(self):
+        record(self)
+        raise NotImplementedError("no engine")
+'''
+    assert stub_members(ast.parse(source), "Tensor") == {
+        "relu": "it raises NotImplementedError before doing anything",
+        "exp": "its body only raises NotImplementedError",
+    }

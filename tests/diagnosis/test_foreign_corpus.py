@@ -80,7 +80,10 @@ def _failing(report) -> list[str]:
 
 
 def test_no_engine_crashes_the_grader_or_its_diagnosis(reports):
-    broken = [name for name, r in reports.items() if r.status != "graded" or r.diagnosis_error]
+    # An integrity violation is a verdict, not a crash: one held-out engine calls torch.nn.grad's conv2d formulas
+    # for its conv2d backward, which the README's rules make torch's autograd.
+    broken = [name for name, r in reports.items() if r.status not in ("graded", "integrity_violation")
+              or r.diagnosis_error]
     assert not broken, [n if n not in HOLDOUT else "(held out)" for n in broken]
     for report in reports.values():
         for fmt in FORMATS:
