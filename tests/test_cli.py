@@ -116,8 +116,10 @@ def test_a_usage_error_names_only_what_the_user_types(submission):
 
 
 @pytest.mark.slow
-def test_a_file_whose_one_engine_class_is_value_is_graded_and_the_report_says_so(invoke, tmp_path):
+def test_a_file_whose_one_engine_class_is_value_is_graded_and_the_report_says_so(invoke, tmp_path, monkeypatch):
     import re
+
+    monkeypatch.setenv("COLUMNS", "120")  # the note on one line, whatever width the test runner has
 
     path = tmp_path / "value.py"
     path.write_text(re.sub(r"\bTensor\b", "Value", (ROOT / "tests" / "solutions" / "correct_core.py").read_text()))

@@ -177,7 +177,9 @@ def _alive(pids: set[int]) -> set[int]:
 
 def _fix_first_on_screen(terminal: Emulated) -> None:
     screen = terminal.screen()
-    assert any(re.match(r"  1\. (likely: )?gradient overwritten instead of accumulated", line) for line in screen), \
+    # The stub first (what to write), then the first bug, both on screen.
+    assert any(line.startswith("  1. implement `relu`") for line in screen), "\n".join(screen)
+    assert any(re.match(r"  2\. (likely: )?gradient overwritten instead of accumulated", line) for line in screen), \
         "\n".join(screen)
     assert "Fix first" in screen, "\n".join(screen)
 

@@ -122,7 +122,9 @@ class Terminal:
     def __init__(self, argv: list[str], cwd: Path) -> None:
         self.master, slave = pty.openpty()
         self.process = subprocess.Popen(argv, cwd=cwd, stdin=slave, stdout=slave, stderr=slave,
-                                        start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
+                                        start_new_session=True,
+                                        env={**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+                                             "NO_COLOR": "1"})  # the pty's size decides, as at a real terminal
         os.close(slave)
         self.seen = ""
 
