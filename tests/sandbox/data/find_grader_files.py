@@ -90,7 +90,10 @@ for entry in sys.path + [os.path.dirname(os.path.dirname(torch.__file__))]:
 for name, module in list(sys.modules.items()):
     if name.split(".")[0] in NAMES and getattr(module, "__file__", None):
         roots.add(os.path.dirname(module.__file__))
-roots = {r for r in roots if r.count(os.sep) >= 3} | {"/grader"}
+# The folders around the places the test names are walked too, wherever the checkout lies (even /tmp/x):
+# a submission that guesses where the grader lives gains nothing either.
+roots = {r for r in roots if r.count(os.sep) >= 3} | {"/grader"} | {
+    os.path.dirname(os.path.dirname(t)) for t in TARGETS}
 found, grader = set(), set()
 for root in sorted(roots):
     walk(root)
