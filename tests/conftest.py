@@ -25,6 +25,17 @@ settings.register_profile(
 settings.load_profile("ci")
 
 
+LONGEST_FIRST = ("tests/diagnosis/test_foreign_corpus.py", "tests/diagnosis/test_blind_corpus.py",
+                 "tests/diagnosis/test_audit.py", "tests/sandbox/test_layouts.py", "tests/checks/test_timing.py")
+"""Files whose few tests grade whole corpora: run first, so the two processes of ``-n 2`` finish together
+instead of one grading a corpus while the other has nothing left (``--no-loadscope-reorder`` keeps this order)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 @pytest.fixture(scope="session")
 def launcher() -> Iterator[Launcher]:
     """One sandbox template for the whole run, as ``grade batch`` has one per batch.
