@@ -36,6 +36,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
+
+CORPUS_DEEP_CHAIN = 20_000
+"""The deep-graph check's chain when a test grades the blind corpus: still twenty times any default recursion
+limit, and a fifth of the cost (the 100,000-node chain is most of a pure-Python engine's grade). The foreign
+corpora keep the full chain: their figures are the accuracy benchmark's."""
+
+
+@pytest.fixture(scope="module")
+def short_deep_chain() -> Iterator[None]:
+    from harness.checks import targeted
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(targeted, "DEEP_CHAIN", CORPUS_DEEP_CHAIN)
+        yield
+
 @pytest.fixture(scope="session")
 def launcher() -> Iterator[Launcher]:
     """One sandbox template for the whole run, as ``grade batch`` has one per batch.

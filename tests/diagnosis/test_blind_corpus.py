@@ -86,7 +86,7 @@ def test_every_corpus_file_has_an_expectation():
 
 
 @pytest.fixture(scope="module")
-def reports(launcher, reads_back):
+def reports(launcher, reads_back, short_deep_chain):
     return {name: reads_back(grade(CORPUS / name, GradeOptions(max_examples=20), launcher)) for name in EXPECTED}
 
 
