@@ -267,7 +267,7 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
     but it might change a buggy engine's behaviour: the smaller program is kept only
     when running it again reproduces the check's failure word for word.
     """
-    from harness.checks.snippets import reproduce
+    from harness.checks.snippets import ends_in_its_failure, reproduce
 
     parts = ("error", "values", "requires_grad", "grads")
     original = evidence
@@ -286,7 +286,7 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
     if len(evidence.program.steps) > SNIPPET_STEPS:
         details.pop("snippet", None)  # thousands of lines help no one: the message says what to look at
         return evidence, details
-    if evidence is original and _ends_in_its_failure(details.get("snippet", "")):
+    if evidence is original and ends_in_its_failure(details.get("snippet", "")):
         return evidence, details  # the check's own ending may judge more than values (a dtype, a convention)
     snippet = reproduce(evidence.program, ctx.path, ctx.class_name, evidence.expected, evidence.observation)
     if not snippet:
@@ -294,7 +294,3 @@ def _smallest_reproduction(evidence: Any, details: dict[str, Any], ctx: Any) -> 
         return evidence, details
     return evidence, {**details, "snippet": snippet}
 
-
-def _ends_in_its_failure(snippet: str) -> bool:
-    """Whether a snippet ends in an assertion or in the exception it raises (not just the calls that ran)."""
-    return any(line.startswith(("assert ", "# raises ")) for line in snippet.splitlines())

@@ -22,7 +22,7 @@ from harness import notebooks
 from harness.program import Outcome, Program
 from harness.report.safety import one_line
 
-__all__ = ["reproduce", "MAX_NUMBERS"]
+__all__ = ["reproduce", "ends_in_its_failure", "tensor_literal", "RAISES", "MAX_NUMBERS"]
 
 MAX_NUMBERS: Final = 200
 """Numbers written out in one snippet, at most (inputs and the expected value together)."""
@@ -30,6 +30,15 @@ _MAX_CHARACTERS: Final = 12_000
 """A snippet longer than this (inputs without a recipe, written out) is not shown at all."""
 _INLINE_EXPECTED: Final = 48
 """An expected tensor up to this size is compared whole; a larger one at its worst element."""
+
+
+RAISES: Final = "# raises "
+"""How a snippet that ends in an exception says which (one comment line)."""
+
+
+def ends_in_its_failure(snippet: str) -> bool:
+    """Whether a snippet ends in an assertion or names the exception it raises (not just the calls that ran)."""
+    return any(line.startswith(("assert ", RAISES)) for line in snippet.splitlines())
 
 
 def reproduce(program: Program, submission: Path | str, class_name: str, expected: Outcome | None = None,
@@ -76,7 +85,7 @@ def reproduce(program: Program, submission: Path | str, class_name: str, expecte
     elif error:
         message = str(error.get("message", "")).splitlines()[:1]
         raised = f"{error.get('type', 'an exception')}" + (f": {message[0][:120]}" if message else "")
-        lines.append(f"# raises {one_line(raised)}")  # one comment line, whatever the exception's text holds
+        lines.append(f"{RAISES}{one_line(raised)}")  # one comment line, whatever the exception's text holds
     return "\n".join(lines)
 
 
