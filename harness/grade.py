@@ -270,10 +270,12 @@ def _experiments(results: Any, ctx: Any, members: frozenset[str], shared: Any) -
     """The diagnosis's experiments, run when something failed and the grade still has time for them."""
     from harness.checks.experiments import run_experiments
 
-    if shared.why_skip() or not any(r.outcome in FAILING and r.kind == "verdict" for r in results):
+    failing = sorted((r for r in results if r.outcome in FAILING and r.kind == "verdict"),
+                     key=lambda r: (LEVELS.index(r.level) if r.level in LEVELS else len(LEVELS), r.id))
+    if shared.why_skip() or not failing:
         return []
     try:
-        return run_experiments(ctx, members)
+        return run_experiments(ctx, members, failing)
     finally:
         ctx.retire()
 

@@ -7,12 +7,18 @@ depth, a tree against a diamond, a constant operand, the default seed's dtype. W
 failures, these graphs run on the engine too, in the same sandbox, and each cause the diagnosis
 considers is held to them: what its replay predicts (pass or fail) against what the engine did.
 They score nothing and appear in the report only as the probes that decided a root cause.
+
+A few failing graphs are also run again, several times: a replay that reproduces an engine's wrong
+gradients proves something only when the engine gives the same wrong gradients every time (one that
+takes its order from a set's iteration gives different ones, and may match a wrong replay by chance).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, Iterable
+
+import torch
 
 from harness.checks.builders import program, tensor
 from harness.checks.context import CandidateError, CandidateTimeout, Context, judge
@@ -37,6 +43,8 @@ class Experiment:
     observation: Observation | None
     expected: Outcome
     passed: bool
+    differs: bool | None = None
+    """For a failing graph run again: whether its runs gave different gradients (None for the graphs above)."""
 
 
 def _graphs() -> list[tuple[str, frozenset[str], Program]]:
@@ -75,15 +83,25 @@ EXPERIMENTS: Final[list[tuple[str, frozenset[str], Program]]] = _graphs()
 
 EXPERIMENT_TIMEOUT: Final = 10.0
 
+AGAIN: Final = 3
+"""Failing graphs run again (the first ones with wrong gradients and no exception)..."""
+RUNS: Final = 4
+"""... this many times each: an engine whose order comes from a set differs within a few runs."""
+AGAIN_STEPS: Final = 64
+"""Larger failing graphs are not run again (a deep chain would cost seconds and say no more)."""
 
-def run_experiments(ctx: Context, members: frozenset[str]) -> list[Experiment]:
-    """Every experiment the engine's members allow, run in one request; none when the engine cannot run them
-    (an exception or a hang here is the checks' concern, which saw it first)."""
+
+def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any] = ()) -> list[Experiment]:
+    """Every experiment the engine's members allow, and ``failing`` results' graphs run again, in one request;
+    none when the engine cannot run them (an exception or a hang here is the checks' concern, which saw it
+    first)."""
     chosen = [(name, p) for name, needs, p in EXPERIMENTS if needs <= members and "backward" in members]
-    if not chosen:
+    again = _run_again(failing) if "backward" in members else []
+    programs = [p for _, p in chosen] + [p for _, p in again for _ in range(RUNS)]
+    if not programs:
         return []
     try:
-        observations = ctx.run_many([p for _, p in chosen], timeout=EXPERIMENT_TIMEOUT)
+        observations = ctx.run_many(programs, timeout=EXPERIMENT_TIMEOUT)
     except (CandidateError, CandidateTimeout):
         return []
     done = []
@@ -91,4 +109,36 @@ def run_experiments(ctx: Context, members: frozenset[str]) -> list[Experiment]:
         expected = p.run_torch()
         verdict = judge(p, obs, expected, ("error", "values", "requires_grad", "grads", "none"))
         done.append(Experiment(name, p, obs, expected, verdict is None))
+    reruns = observations[len(chosen):]
+    for i, (check, p) in enumerate(again):
+        runs = reruns[i * RUNS:(i + 1) * RUNS]
+        done.append(Experiment(f"the graph of {check} run {RUNS} times", p, runs[0], p.run_torch(), False,
+                               differs=any(not _same_grads(runs[0], other) for other in runs[1:])))
     return done
+
+
+def _run_again(failing: Iterable[Any]) -> list[tuple[str, Program]]:
+    """(check id, graph) of a few failing results whose engine gave gradients, right or wrong: those with the
+    most different ops first (an order matters only where different rules meet; ``x + x`` is the same in any
+    order), then the smallest."""
+    candidates = []
+    for r in failing:
+        ev = getattr(r, "evidence", None)
+        obs = getattr(ev, "observation", None)
+        if obs is None or obs.error is not None or not obs.grads or len(ev.program.steps) > AGAIN_STEPS:
+            continue
+        candidates.append((-len({s.op for s in ev.program.steps}), len(ev.program.steps), r.id, ev.program))
+    return [(check, program) for _, _, check, program in sorted(candidates, key=lambda c: c[:3])[:AGAIN]]
+
+
+def _same_grads(a: Observation, b: Observation) -> bool:
+    if a.error is not None or b.error is not None or a.grads.keys() != b.grads.keys():
+        return (a.error is None) == (b.error is None)
+    for name, got in a.grads.items():
+        other = b.grads[name]
+        if isinstance(got, torch.Tensor) and isinstance(other, torch.Tensor):
+            if got.shape != other.shape or not torch.allclose(got, other, rtol=0.0, atol=0.0, equal_nan=True):
+                return False
+        elif got != other:
+            return False
+    return True

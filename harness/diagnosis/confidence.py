@@ -6,7 +6,8 @@ graphs the engine passed, and the diagnosis's experiments (``checks.experiments`
 differ: each predicts pass or fail, and the engine's outcome rules the wrong ones out. A cause is
 ``confirmed`` when the worker saw it happen, or when it reproduces its failures and every rival is
 ruled out; ``likely`` when a rival stands, when its own mutant fails a graph this engine passes (kept
-only because nothing else explains the failures), or when it names no simple rule; ``unexplained``
+only because nothing else explains the failures), when it names no simple rule, or when the engine
+gives one graph different gradients from run to run (a replay then matches by chance); ``unexplained``
 when nothing reproduces its failures.
 """
 
@@ -71,6 +72,8 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
         with_graph = finding.symptom != "wrong_rule" and finding.op != ENGINE
     probes = []
     for e in experiments:
+        if e.differs is not None:  # a failing graph run again: it tells causes apart by nothing
+            continue
         if len(probes) >= PROBES_SHOWN:
             break
         try:
@@ -89,7 +92,16 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
     # One failing graph is one coincidence away from another rule: a replayed cause is confirmed only when
     # it reproduces two failures exactly (the experiments can rule rivals out, not stand in for them).
     tested = len(checks) >= 2
-    return ("confirmed" if with_graph and tested and not standing else "likely"), probes
+    if not (with_graph and tested and not standing):
+        return "likely", probes
+    # A replay matches values; an engine that gives the same graph different gradients run after run can
+    # match a wrong replay by chance, and proves nothing by it.
+    unstable = next((e for e in experiments if e.differs), None)
+    if unstable is not None:
+        return "likely", [*probes, {"probe": "the same failing graph, run again", "graph": unstable.program.expression(),
+                                    "predicted": "the same gradients every run", "observed": "different gradients",
+                                    "rules_out": []}]
+    return "confirmed", probes
 
 
 def _findings_by_name(located: Mapping[str, list[Finding]], checks: Sequence[str], finding: Finding
