@@ -11,6 +11,7 @@ plain JSON-able dicts (``to_wire``/``from_wire``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,6 +134,29 @@ class Program:
         if len(steps) == len(self.steps):
             return self
         return Program(self.leaves, steps, self.output, self.upstream, self.passes, self.upstream_recipe)
+
+    def fingerprint(self) -> bytes:
+        """A digest of everything that decides what an engine computes for this program (names, ops, values,
+        dtypes, upstream, passes): two programs with one fingerprint replay alike."""
+        cached = self.__dict__.get("_fingerprint")
+        if cached is None:
+            digest = hashlib.blake2b(digest_size=20)
+            for leaf in self.leaves:
+                digest.update(repr((leaf.name, str(leaf.value.dtype), tuple(leaf.value.shape), leaf.requires_grad))
+                              .encode())
+                digest.update(leaf.value.detach().contiguous().cpu().numpy().tobytes())
+            digest.update(repr((self.steps, self.output, self.passes)).encode())
+            if self.upstream is not None:
+                digest.update(repr((str(self.upstream.dtype), tuple(self.upstream.shape))).encode())
+                digest.update(self.upstream.detach().contiguous().cpu().numpy().tobytes())
+            cached = digest.digest()
+            object.__setattr__(self, "_fingerprint", cached)  # a cache beside the fields, as validate() keeps
+        return cached
+
+    def size(self) -> int:
+        """Elements in its leaves and upstream, and its steps: how much a replay of it keeps."""
+        return (sum(leaf.value.numel() for leaf in self.leaves) + len(self.steps)
+                + (0 if self.upstream is None else self.upstream.numel()))
 
     def ops_used(self) -> set[str]:
         return {step.op for step in self.steps}

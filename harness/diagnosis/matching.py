@@ -25,6 +25,7 @@ from harness.checks.context import Observation
 from harness.compare import as_zero_d, same_values
 from harness.diagnosis.catalogue import BUGS, INTEGRITY, Bug
 from harness.diagnosis.mutants import MUTANTS, load_mutant
+from harness.diagnosis.replay_cache import remembered
 from harness.ops import OPS
 from harness.program import Outcome, Program
 
@@ -242,7 +243,8 @@ def _replays(program: Program, bug_id: str, replays: dict[tuple[int, str, int], 
     for variant in range(1 + len(MUTANTS[bug_id].variants)):
         key = (id(program), bug_id, variant)
         if key not in replays:
-            replays[key] = replay(program, load_mutant(bug_id, variant))
+            replays[key] = remembered(program, ("mutant", bug_id, variant),
+                                      lambda: replay(program, load_mutant(bug_id, variant)))
         out.append(replays[key])
     return out
 

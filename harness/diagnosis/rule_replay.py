@@ -16,6 +16,7 @@ import torch
 
 from harness.compare import as_zero_d, same_values
 from harness.ops import OPS, TENSOR
+from harness.diagnosis.replay_cache import remembered
 from harness.program import Outcome, Program
 
 __all__ = ["Mutation", "mutations", "mutation_detail", "backward", "forward", "first_path", "graded_leaves",
@@ -98,6 +99,10 @@ def mutation_detail(mutation: Mutation) -> str:
 def backward(program: Program, expected: Outcome | None, mutation: Mutation | None) -> dict[str, Any] | None:
     """Every leaf's gradient when the program's ops follow torch's rules, but for ``mutation``; None when the
     mutated rule cannot run on this graph (shapes that do not fit)."""
+    return remembered(program, ("rule", mutation), lambda: _backward(program, mutation))
+
+
+def _backward(program: Program, mutation: Mutation | None) -> dict[str, Any] | None:
     try:
         with torch.no_grad():
             values = forward(program)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def audit() -> Audit:
+def audit(short_deep_chain) -> Audit:
     # Few random graphs: the spec cases and targeted checks catch most bugs on their own.
     return run_audit(max_examples=20)
 

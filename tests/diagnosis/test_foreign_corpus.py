@@ -55,7 +55,7 @@ def test_every_engine_has_a_key_and_every_key_an_engine():
 
 
 @pytest.fixture(scope="module")
-def reports(launcher):
+def reports(launcher, short_deep_chain):
     return {name: grade(CORPUS / name, GradeOptions(max_examples=20), launcher) for name in KEYS["keys"]}
 
 
