@@ -38,8 +38,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 CORPUS_DEEP_CHAIN = 20_000
-"""The deep-graph check's chain when a test grades a whole corpus (or the catalogue's mutants): still twenty times any default recursion
-limit, and a fifth of the cost (the 100,000-node chain is most of a pure-Python engine's grade). Graded both
+"""The deep-graph check's chain when a test grades a whole corpus (or the catalogue's mutants): still twenty
+times any default recursion limit, and a fifth of the cost (the 100,000-node chain is most of a pure-Python engine's grade). Graded both
 ways, the 46 foreign engines gave the same outcome on every check and the same first cause (but one engine
 whose backward takes its order from a set, and differs from run to run either way): 145 s of grading at
 100,000 nodes, 88 s at 20,000. ``benchmarks/fix_first_accuracy.py`` keeps the full chain."""
