@@ -44,7 +44,8 @@ def judged(report, key) -> tuple[str, str]:
     from harness.vocabulary import INFORMATIONAL
 
     failing = [c.id for c in report.checks if c.outcome in ("failed", "error", "timeout") and c.id not in INFORMATIONAL]
-    if report.status != "graded" or report.diagnosis_error:
+    # An integrity violation is a verdict (the README's rules make some calls torch's autograd), not a crash.
+    if report.status not in ("graded", "integrity_violation") or report.diagnosis_error:
         return "crash", f"{report.status}: {report.message or report.diagnosis_error}"
     if key == "correct":
         return ("clean", "") if not failing else ("failed", ", ".join(failing[:6]))

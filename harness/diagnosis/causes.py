@@ -63,9 +63,9 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     A catalogued bug that predicts a failure the engine does not show is dropped; a cause is
     ``confirmed`` when what the worker saw shows it directly, or when every rival that explains its
     failures as well is ruled out by an experiment; ``likely`` when a rival stands; ``unexplained``
-    when nothing reproduces its failures. Confirmed causes come first, then the most fundamental
-    (the engine's structure, core ops, follow-ups, extensions); ``points`` (check id -> its points)
-    only breaks ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
+    when nothing reproduces its failures. Core causes come first, then follow-ups, then extensions;
+    within a level confirmed causes first, then the most fundamental (the engine's structure before
+    its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
     """
     results = [_with_torch_outcome(r) for r in results]
     passed = [r.id for r in results if r.outcome == "passed"]
@@ -141,12 +141,13 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         cause["confidence"], cause["probes"] = confidence(
             cause, by_id, observed, considered, located, contradictions, refuted, experiments, replays, passed_graphs)
         cause.pop("_finding", None)
-    # The most fundamental first: the engine's structure, then core ops, follow-ups, extensions; within
-    # each, confirmed before likely before unexplained, a wrong result before a convention or a resource
-    # kept too long, a named cause before a vague one; points only break ties. A core method that is
-    # missing comes before them all.
-    causes.sort(key=lambda c: (_tier(c), CONFIDENCES.index(c["confidence"]), _secondary(c), _vague(c), -c["points"],
-                               -len(c["checks"])))
+    # Core before follow-ups before extensions (each level builds on the one before); within a level,
+    # confirmed before likely before unexplained, then the most fundamental (in the core, the engine's
+    # structure before its ops: a likely structural cause must not hide a confirmed wrong rule), a wrong
+    # result before a convention or a resource kept too long, a named cause before a vague one; points only
+    # break ties. A core method that is missing comes before them all.
+    causes.sort(key=lambda c: (max(_tier(c), 1), CONFIDENCES.index(c["confidence"]), _tier(c), _secondary(c),
+                               _vague(c), -c["points"], -len(c["checks"])))
     causes = missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
