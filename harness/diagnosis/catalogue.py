@@ -66,6 +66,12 @@ BUGS: Final[tuple[Bug, ...]] = (
         "A lookup is a gather; ask what the backward of a gather is when the same row was gathered more than "
         "once."),
     # ---- order ----------------------------------------------------------------------------
+    Bug("output_rule_twice", "the output's own backward rule runs twice", "order", "core",
+        "Backward calls the output's backward function once more than the walk over the graph does, before the "
+        "walk or after it. Its inputs receive their gradient twice: every gradient doubles when the extra call "
+        "comes first, and the leaves that feed the output directly when it comes last.",
+        "Count how many times each node's backward function is called in one backward(): the walk over the "
+        "topological order already includes the output."),
     Bug("discovery_order", "nodes processed in discovery order", "order", "core",
         "Backward runs each node's rule as soon as a depth-first search reaches it from the output, not after "
         "all of the node's consumers have run. A node reached again through another path has already passed "

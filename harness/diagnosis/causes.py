@@ -15,6 +15,7 @@ import dataclasses
 import functools
 from typing import Any, Callable, Final, Mapping, Sequence
 
+from harness.checks.context import scalar_root
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.confidence import confidence
 from harness.diagnosis.observed import observed_facts
@@ -65,7 +66,8 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     failures as well is ruled out by an experiment; ``likely`` when a rival stands; ``unexplained``
     when nothing reproduces its failures. Core causes come first, then follow-ups, then extensions;
     within a level confirmed causes first, then the most fundamental (the engine's structure before
-    its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
+    its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the
+    program each runs and torch's outcome.
     """
     results = [_with_torch_outcome(r) for r in results]
     passed = [r.id for r in results if r.outcome == "passed"]
@@ -87,7 +89,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
             matches[r.id] = match_signatures(r.id, r.reason, passed)
     considered = {check: list(found) for check, found in matches.items()}
 
-    passed_graphs = [graphs[c] for c in passed if graphs and c in graphs]
+    passed_graphs = [_as_run(*graphs[c]) for c in passed if graphs and c in graphs]
     passed_graphs += [(e.program, e.expected) for e in experiments if e.passed]
 
     @functools.cache
@@ -294,6 +296,13 @@ def _snippet(results: Sequence[CheckResult]) -> str:
 
 STRUCTURE = ("order", "accumulation", "requires_grad", "linearity")
 """Concepts of the engine itself (its walk, its bookkeeping) rather than of one op's rule."""
+
+
+def _as_run(program: Program, expected: Outcome) -> tuple[Program, Outcome]:
+    """A check's graph as the check ran it: with the ``.sum()`` the grader appends to a one-element output that is
+    not 0-d (a replay of the graph without it can fail where the engine passed what it was given)."""
+    rooted = scalar_root(program, expected)
+    return (program, expected) if rooted is program else (rooted, rooted.run_torch())
 
 
 def _tier(cause: dict[str, Any]) -> int:
