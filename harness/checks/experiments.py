@@ -137,7 +137,8 @@ def _same_grads(a: Observation, b: Observation) -> bool:
     for name, got in a.grads.items():
         other = b.grads[name]
         if isinstance(got, torch.Tensor) and isinstance(other, torch.Tensor):
-            if got.shape != other.shape or not torch.allclose(got, other, rtol=0.0, atol=0.0, equal_nan=True):
+            # Not bit for bit: a correct engine whose order varies sums its contributions in another order.
+            if got.shape != other.shape or not torch.allclose(got, other, rtol=1e-9, atol=1e-12, equal_nan=True):
                 return False
         elif got != other:
             return False

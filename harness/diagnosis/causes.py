@@ -65,8 +65,8 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     ``confirmed`` when what the worker saw shows it directly, or when every rival that explains its
     failures as well is ruled out by an experiment; ``likely`` when a rival stands; ``unexplained``
     when nothing reproduces its failures. Core causes come first, then follow-ups, then extensions;
-    within a level confirmed causes first, then the most fundamental (the engine's structure before
-    its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the
+    within a level wrong results before conventions, then confirmed causes first, then the most
+    fundamental (the engine's structure before its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the
     program each runs and torch's outcome.
     """
     results = [_with_torch_outcome(r) for r in results]
@@ -143,12 +143,12 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         cause["confidence"], cause["probes"] = confidence(
             cause, by_id, observed, considered, located, contradictions, refuted, experiments, replays, passed_graphs)
         cause.pop("_finding", None)
-    # Core before follow-ups before extensions (each level builds on the one before); within a level,
-    # confirmed before likely before unexplained, then the most fundamental (in the core, the engine's
-    # structure before its ops: a likely structural cause must not hide a confirmed wrong rule), a wrong
-    # result before a convention or a resource kept too long, a named cause before a vague one; points only
+    # Core before follow-ups before extensions (each level builds on the one before); within a level, a
+    # wrong result before a convention or a resource kept too long, then confirmed before likely before
+    # unexplained, then the most fundamental (in the core, the engine's structure before its ops: a likely
+    # structural cause must not hide a confirmed wrong rule), a named cause before a vague one; points only
     # break ties. A core method that is missing comes before them all.
-    causes.sort(key=lambda c: (max(_tier(c), 1), CONFIDENCES.index(c["confidence"]), _tier(c), _secondary(c),
+    causes.sort(key=lambda c: (max(_tier(c), 1), _secondary(c), CONFIDENCES.index(c["confidence"]), _tier(c),
                                _vague(c), -c["points"], -len(c["checks"])))
     causes = missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
