@@ -24,6 +24,7 @@ def main() -> None:
 
     import torch
 
+    from harness.diagnosis import replay_cache
     from harness.grade import GradeOptions, grade
     from harness.sandbox.launch import Sandbox
 
@@ -33,6 +34,7 @@ def main() -> None:
     total_grade = total_diagnosis = 0.0
     with Sandbox.launch() as sandbox:
         for path in files:
+            replay_cache.forget_all()  # each grade replays afresh, as one `grade FILE` does (a batch keeps them)
             report = grade(path, GradeOptions(max_examples=args.max_examples), sandbox)
             failing = sum(c.outcome in ("failed", "error", "timeout") for c in report.checks)
             t = report.timings["total"]
