@@ -67,9 +67,9 @@ BUGS: Final[tuple[Bug, ...]] = (
         "once."),
     # ---- order ----------------------------------------------------------------------------
     Bug("output_rule_twice", "the output's own backward rule runs twice", "order", "core",
-        "Backward calls the output's backward function once more than the walk over the graph does, before the "
-        "walk or after it. Its inputs receive their gradient twice: every gradient doubles when the extra call "
-        "comes first, and the leaves that feed the output directly when it comes last.",
+        "After the walk over the graph, backward calls the output's own backward function once more (code meant "
+        "for the output alone, reached after the loop that already ran it). The output's inputs receive their "
+        "gradient twice, which shows on the leaves that feed the output directly.",
         "Count how many times each node's backward function is called in one backward(): the walk over the "
         "topological order already includes the output."),
     Bug("discovery_order", "nodes processed in discovery order", "order", "core",

@@ -162,8 +162,9 @@ MUTANTS: Final[dict[str, Mutant]] = {m.bug: m for m in (
             return (table,)
 """),), ops=frozenset({"index"})),
     # ---- order ----
-    # Run after the walk (the output's inputs that are leaves get their share again), or before it: a rule
-    # is linear in its gradient, so running the output's once more first doubles everything it passes on.
+    # Run once more after the walk: the output's inputs that are leaves get their share again. (Run once
+    # more before it, the rule doubles everything it passes on: on a one-op graph that is any op's
+    # gradient doubled, so that form is left to the rules' replays.)
     Mutant("output_rule_twice", (
         ("            grads: dict[int, torch.Tensor] = {id(root): grad}\n",
          "            grads: dict[int, torch.Tensor] = {id(root): grad}\n            again = []\n"),
@@ -182,10 +183,6 @@ MUTANTS: Final[dict[str, Mutant]] = {m.bug: m for m in (
                 if isinstance(target, Tensor) and pg is not None:
                     target.grad = pg.clone() if target.grad is None else target.grad + pg
 """),
-    ), variants=(
-        (("            grads: dict[int, torch.Tensor] = {id(root): grad}\n",
-          "            grads: dict[int, torch.Tensor] = {id(root): grad + grad if isinstance(root, _Node) else grad}"
-          "  # BUG: the output's rule ran once before the walk\n"),),
     )),
     Mutant("discovery_order", (
         (_WALK, _WALK.replace("reversed(_topological_order(root)):", "_discovery_order(root):  # BUG: not topological")),

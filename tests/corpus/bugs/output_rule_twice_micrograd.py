@@ -1,8 +1,8 @@
-"""micrograd-style closures; backward() calls the output's own closure and then walks the
-topological order, which starts with the output and calls it again.
+"""micrograd-style closures; backward() walks the topological order (which starts with the
+output) and then, as if the output were still to do, calls the output's own closure again.
 
-Every gradient that leaves the output is counted twice, so every leaf gets twice its
-gradient (an output that is itself a leaf is the one exception).
+The output's inputs get their gradient twice; by then the walk is over, so only the leaves
+that feed the output directly (x in x.sum(), a and b in a @ b) show it, doubled.
 """
 
 import torch
@@ -78,9 +78,9 @@ class Tensor:
         for t in topo:
             t._g = None
         self._g = torch.ones_like(self.data) if grad is None else grad
-        self._backward()
         for t in reversed(topo):
             t._backward()
+        self._backward()  # the output's own step, once more
         for t in topo:
             if t.requires_grad and not t._parents and t._g is not None:
                 t.grad = t._g.clone() if t.grad is None else t.grad + t._g
