@@ -67,11 +67,9 @@ BUGS: Final[tuple[Bug, ...]] = (
         "once."),
     # ---- order ----------------------------------------------------------------------------
     Bug("output_rule_twice", "the output's own backward rule runs twice", "order", "core",
-        "After the walk over the graph, backward calls the output's own backward function once more (code meant "
-        "for the output alone, reached after the loop that already ran it). The output's inputs receive their "
-        "gradient twice, which shows on the leaves that feed the output directly.",
-        "Count how many times each node's backward function is called in one backward(): the walk over the "
-        "topological order already includes the output."),
+        "After the walk over the graph, backward calls the output's own backward function once more. The "
+        "output's inputs receive their gradient twice: the leaves that feed the output directly show it.",
+        "Count the calls of each node's rule in one backward(): the walk includes the output."),
     Bug("discovery_order", "nodes processed in discovery order", "order", "core",
         "Backward runs each node's rule as soon as a depth-first search reaches it from the output, not after "
         "all of the node's consumers have run. A node reached again through another path has already passed "
