@@ -66,10 +66,6 @@ BUGS: Final[tuple[Bug, ...]] = (
         "A lookup is a gather; ask what the backward of a gather is when the same row was gathered more than "
         "once."),
     # ---- order ----------------------------------------------------------------------------
-    Bug("output_rule_twice", "the output's own backward rule runs twice", "order", "core",
-        "After the walk over the graph, backward calls the output's own backward function once more. The "
-        "output's inputs receive their gradient twice: the leaves that feed the output directly show it.",
-        "Count the calls of each node's rule in one backward(): the walk includes the output."),
     Bug("discovery_order", "nodes processed in discovery order", "order", "core",
         "Backward runs each node's rule as soon as a depth-first search reaches it from the output, not after "
         "all of the node's consumers have run. A node reached again through another path has already passed "

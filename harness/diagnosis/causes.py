@@ -19,7 +19,7 @@ from harness.checks.context import scalar_root
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.confidence import confidence
 from harness.diagnosis.observed import observed_facts
-from harness.diagnosis.symptoms import (ENGINE, Finding, Refuter, contradicted, explains_composed, localise)
+from harness.diagnosis.symptoms import (Finding, Refuter, contradicted, explains_composed, localise)
 from harness.diagnosis.matching import Match, fails, match_evidence, match_signatures, match_violations
 from harness.diagnosis.missing import missing_members
 from harness.diagnosis.unexplained import size, unexplained
@@ -122,10 +122,6 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
             continue
         clean = [m for m in found if not contradictions(m.bug)]
         error = r.evidence.observation is not None and r.evidence.observation.error is not None
-        if not error and clean and max(m.fit for m in clean) < 1.0 and _one_rule(locate(r)):
-            # Every mutant gets wrong something this engine got right on this very graph, and one op's
-            # changed rule reproduces all of it: the graph itself rules the mutants out.
-            clean = []
         if clean or error or locate(r):
             matches[r.id] = clean
 
@@ -300,11 +296,6 @@ def _snippet(results: Sequence[CheckResult]) -> str:
 
 STRUCTURE = ("order", "accumulation", "requires_grad", "linearity")
 """Concepts of the engine itself (its walk, its bookkeeping) rather than of one op's rule."""
-
-
-def _one_rule(found: list[Finding]) -> bool:
-    """Whether one op's changed rule (not an engine-wide pattern) is among ``found``."""
-    return any(f.op != ENGINE and f.operand is not None and f.symptom != "wrong_rule" for f in found)
 
 
 def _as_run(program: Program, expected: Outcome) -> tuple[Program, Outcome]:

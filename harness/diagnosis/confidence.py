@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Final, Mapping, Sequence
 
 from harness.diagnosis.matching import Match, fails
-from harness.diagnosis.symptoms import ENGINE, Finding, contradicted, uniform_factor
+from harness.diagnosis.symptoms import ENGINE, Finding, contradicted
 from harness.program import Outcome, Program
 from harness.report.model import CheckResult
 
@@ -94,9 +94,6 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
     tested = len(checks) >= 2
     if not (with_graph and tested and not standing):
         return "likely", probes
-    scaled = _scaled_beyond(cause, checks, by_id, experiments, predicts)
-    if scaled is not None:
-        return "likely", [*probes, scaled]
     # A replay matches values; an engine that gives the same graph different gradients run after run can
     # match a wrong replay by chance, and proves nothing by it.
     unstable = next((e for e in experiments if e.differs), None)
@@ -105,35 +102,6 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
                                     "predicted": "the same gradients every run", "observed": "different gradients",
                                     "rules_out": []}]
     return "confirmed", probes
-
-
-def _scaled_beyond(cause: dict[str, Any], checks: Sequence[str], by_id: Mapping[str, CheckResult],
-                   experiments: Sequence[Any], predicts: Callable[[Any, Any], bool]) -> dict[str, Any] | None:
-    """A probe showing that the engine scales every gradient by one factor, on the cause's own graphs and on an
-    experiment the cause predicts it passes: a narrower cause that matches that factor where it applies is a
-    coincidence of the wider pattern, never confirmed. None when there is no such experiment."""
-    if cause["bug"] is None:
-        return None
-    factors = set()
-    for c in checks:
-        ev = by_id[c].evidence
-        factors.add(None if ev is None else uniform_factor(ev.program, ev.observation, ev.expected))
-    if len(factors) != 1 or None in factors:
-        return None
-    (factor,) = factors
-    for e in experiments:
-        if e.differs is not None or e.passed:
-            continue
-        try:
-            if predicts(e.program, e.expected):
-                continue
-        except Exception:  # noqa: BLE001 -- a replay that cannot run on this graph predicts nothing
-            continue
-        theirs = uniform_factor(e.program, e.observation, e.expected)
-        if theirs is not None and abs(theirs - factor) <= 1e-6 * max(1.0, abs(factor)):
-            return {"probe": f"{e.name}: every gradient {factor:g} times torch's here too",
-                    "graph": e.program.expression(), "predicted": "pass", "observed": "fail", "rules_out": []}
-    return None
 
 
 def _findings_by_name(located: Mapping[str, list[Finding]], checks: Sequence[str], finding: Finding

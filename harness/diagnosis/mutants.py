@@ -162,28 +162,6 @@ MUTANTS: Final[dict[str, Mutant]] = {m.bug: m for m in (
             return (table,)
 """),), ops=frozenset({"index"})),
     # ---- order ----
-    # Run once more after the walk: the output's inputs that are leaves get their share again. (Run once
-    # more before it, the rule doubles everything it passes on: on a one-op graph that is any op's
-    # gradient doubled, so that form is left to the rules' replays.)
-    Mutant("output_rule_twice", (
-        ("            grads: dict[int, torch.Tensor] = {id(root): grad}\n",
-         "            grads: dict[int, torch.Tensor] = {id(root): grad}\n            again = []\n"),
-        ("""\
-                if g is not None:
-                    for target, pg in zip(node.inputs, node.backward(g, node.saved_tensors())):
-""", """\
-                if g is not None:
-                    if node is root:  # BUG: the output's rule runs once more after the walk
-                        again = list(zip(node.inputs, node.backward(g, node.saved_tensors())))
-                    for target, pg in zip(node.inputs, node.backward(g, node.saved_tensors())):
-"""),
-        ("                node.release()\n", """\
-                node.release()
-            for target, pg in again:
-                if isinstance(target, Tensor) and pg is not None:
-                    target.grad = pg.clone() if target.grad is None else target.grad + pg
-"""),
-    )),
     Mutant("discovery_order", (
         (_WALK, _WALK.replace("reversed(_topological_order(root)):", "_discovery_order(root):  # BUG: not topological")),
         _after_helpers('''\

@@ -28,8 +28,7 @@ from harness.diagnosis.rule_replay import (backward, close, first_path, forward,
 from harness.ops import OPS
 from harness.program import Outcome, Program, Step
 
-__all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe",
-           "uniform_factor"]
+__all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
 
 CONTRADICTING: Final = 25
 """Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
@@ -315,34 +314,6 @@ def _all_zero(got: Any, targets: list[str], expected: Outcome) -> bool:
     grads = [got.grads.get(n) for n in targets]
     return (bool(grads) and all(isinstance(g, torch.Tensor) and not bool(g.any()) for g in grads)
             and any(bool(expected.grads[n].any()) for n in targets))
-
-
-def uniform_factor(program: Program, got: Any, expected: Outcome) -> float | None:
-    """The one factor (not 0 or 1) by which every graded leaf's gradient differs from torch's, or None: the
-    pattern of an engine that scales every gradient, which a narrower cause can match on some graphs."""
-    if got is None or expected is None or got.error is not None:
-        return None
-    factor = None
-    for name in graded_leaves(program, expected):
-        have, want = got.grads.get(name), expected.grads[name]
-        if not isinstance(have, torch.Tensor) or not isinstance(want, torch.Tensor):
-            return None
-        have = as_zero_d(have, want).to(torch.float64)
-        if have.shape != want.shape:
-            return None
-        nonzero = want != 0
-        if bool((have[~nonzero] != 0).any()):
-            return None
-        if not bool(nonzero.any()):
-            continue
-        ratios = have[nonzero] / want[nonzero]
-        first = float(ratios.flatten()[0])
-        if not torch.allclose(ratios, torch.full_like(ratios, first), rtol=1e-6, atol=1e-9):
-            return None
-        if factor is not None and abs(factor - first) > 1e-6 * max(1.0, abs(factor)):
-            return None
-        factor = first
-    return factor if factor is not None and abs(factor - 1) > 1e-6 and abs(factor) > 1e-9 else None
 
 
 def _dtype(program: Program, got: Any, targets: list[str]) -> Finding | None:
