@@ -338,3 +338,32 @@ def test_memory_that_no_limit_counts_is_refused(sandbox, tmp_path):
     worker = sandbox.spawn(_write(tmp_path, body))
     worker.kill()
     assert worker.output()["stdout"].strip() == "True True True True"
+
+
+def test_a_basic_sandbox_starts_beside_many_processes_of_its_user(tmp_path):
+    """Without a user namespace the kernel counts every process of the submission's uid against its process
+    limit: the grader's own (an unprivileged grader), other submissions' (nobody's, under a root grader). A
+    sandbox still starts, and a worker in it still runs, when that uid already runs more than the limit.
+    (In a process whose kernel refuses user namespaces, as a container's seccomp profile does.)"""
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "")
+    code = textwrap.dedent(f"""
+        import os, subprocess, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from tests.sandbox.test_hostile import refuse_user_namespaces
+        from harness.sandbox.launch import Launcher, Limits
+        limits = Limits(processes=8)
+        uid = 65534 if os.geteuid() == 0 else None  # a root grader's basic sandbox runs as nobody
+        sleepers = [subprocess.Popen(["sleep", "60"], user=uid) for _ in range(limits.processes + 4)]
+        refuse_user_namespaces()
+        try:
+            with Launcher("basic") as started, started.sandbox(limits) as box:
+                print(box.namespaces, box.spawn({str(path)!r}).hello["kind"])
+        finally:
+            for sleeper in sleepers:
+                sleeper.kill()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "ready"], done.stderr[-2000:]

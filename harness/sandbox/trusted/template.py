@@ -137,7 +137,10 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     # With namespaces the submission's folder is its private tmpfs; without, a fresh folder
     # that the grader removes afterwards.
     limits = {**limits, "workroot": "/tmp" if namespaces else tempfile.mkdtemp(prefix="grade-submission-")}
-    _linux.set_limit(resource.RLIMIT_NPROC, int(limits["processes"]))
+    # Without a user namespace the kernel counts every task of this uid against the limit: the grader's own
+    # (an unprivileged grader runs as this uid) and other submissions' (nobody's, under a root grader). The
+    # submission gets its processes on top of what this uid runs now.
+    _linux.set_limit(resource.RLIMIT_NPROC, int(limits["processes"]) + (0 if namespaces else _tasks_of(os.getuid())))
     _linux.set_limit(resource.RLIMIT_NOFILE, 256)
     _linux.set_limit(resource.RLIMIT_CORE, 0)
     pid = os.fork()
@@ -146,6 +149,23 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
         zygote.serve(zygote_fd, limits, baseline, namespaces)
     os.write(report_fd, f"{pid} {int(namespaces)}".encode())
     os._exit(0)
+
+
+def _tasks_of(uid: int) -> int:
+    """How many tasks (threads included, as RLIMIT_NPROC counts them) ``uid`` runs now; 0 where /proc is not."""
+    count = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass  # gone meanwhile
+    return count
 
 
 def _reachable_for_nobody() -> None:
