@@ -139,8 +139,11 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     limits = {**limits, "workroot": "/tmp" if namespaces else tempfile.mkdtemp(prefix="grade-submission-")}
     # Without a user namespace the kernel counts every task of this uid against the limit: the grader's own
     # (an unprivileged grader runs as this uid) and other submissions' (nobody's, under a root grader). The
-    # submission gets its processes on top of what this uid runs now.
-    _linux.set_limit(resource.RLIMIT_NPROC, int(limits["processes"]) + (0 if namespaces else _tasks_of(os.getuid())))
+    # submission gets its processes on top of what this uid runs now; where that cannot be counted (no
+    # /proc), the uid's own limit stays (a lower one could keep the submission from starting at all).
+    running = 0 if namespaces else _tasks_of(os.getuid())
+    if running is not None:
+        _linux.set_limit(resource.RLIMIT_NPROC, int(limits["processes"]) + running)
     _linux.set_limit(resource.RLIMIT_NOFILE, 256)
     _linux.set_limit(resource.RLIMIT_CORE, 0)
     pid = os.fork()
@@ -151,13 +154,13 @@ def _become_submission(zygote_fd: int, report_fd: int, order: dict[str, Any]) ->
     os._exit(0)
 
 
-def _tasks_of(uid: int) -> int:
-    """How many tasks (threads included, as RLIMIT_NPROC counts them) ``uid`` runs now; 0 where /proc is not."""
+def _tasks_of(uid: int) -> int | None:
+    """How many tasks (threads included, as RLIMIT_NPROC counts them) ``uid`` runs now; None without /proc."""
     count = 0
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return 0
+        return None
     for entry in entries:
         if entry.isdigit():
             try:
