@@ -570,6 +570,22 @@ def _children() -> set[int]:
     return {pid for pid in _pids() if _parent(pid) == os.getpid()}
 
 
+def _exits_soon(pid: int, seconds: float = 5.0) -> bool:
+    """Whether a child of the test, already killed and tearing down (its command line gone), is reaped within
+    ``seconds``: a process the grader killed may still be exiting when the test looks."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            return True
+        if _cmdline(pid):
+            return False  # still running its program: a survivor, not a process on its way out
+        time.sleep(0.05)
+    return False
+
+
 def _become_subreaper(on: bool) -> None:
     # Orphans of the command line's tree are then the test's children, wherever they hid.
     ctypes.CDLL(None).prctl(36, int(on), 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
@@ -612,7 +628,7 @@ def _survivors(mark: str, launcher: Launcher, tree: set[int], children: set[int]
     for pid in _tree(launcher) - tree:
         found.append(f"pid {pid} is still in the sandbox's tree: {_describe(pid)}")
     for pid in _children() - children:
-        if not _is_zombie(pid):  # a dead orphan of the grader's own clean-up is no survivor
+        if not _is_zombie(pid) and not _exits_soon(pid):  # a dead (or dying) orphan of the clean-up is no survivor
             found.append(f"pid {pid} was left to the test: {_describe(pid)}")
             _kill(pid)
         try:
