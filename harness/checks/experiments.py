@@ -23,6 +23,7 @@ import torch
 from harness.checks.builders import program, tensor
 from harness.checks.context import CandidateError, CandidateTimeout, Context, judge
 from harness.checks.observation import Observation
+from harness.compare import same_values
 from harness.program import Outcome, Program
 
 __all__ = ["Experiment", "EXPERIMENTS", "run_experiments"]
@@ -89,6 +90,9 @@ RUNS: Final = 4
 """... this many times each: an engine whose order comes from a set differs within a few runs."""
 AGAIN_STEPS: Final = 64
 """Larger failing graphs are not run again (a deep chain would cost seconds and say no more)."""
+RERUN_RTOL: Final = 1e-9
+RERUN_ATOL: Final = 1e-12
+"""How far two runs' gradients may differ and still be the same: rounding, never a different rule."""
 
 
 def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any] = ()) -> list[Experiment]:
@@ -97,7 +101,7 @@ def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any
     first)."""
     chosen = [(name, p) for name, needs, p in EXPERIMENTS if needs <= members and "backward" in members]
     again = _run_again(failing) if "backward" in members else []
-    programs = [p for _, p in chosen] + [p for _, p in again for _ in range(RUNS)]
+    programs = [p for _, p in chosen] + [ev.program for _, ev in again for _ in range(RUNS)]
     if not programs:
         return []
     try:
@@ -110,15 +114,16 @@ def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any
         verdict = judge(p, obs, expected, ("error", "values", "requires_grad", "grads", "none"))
         done.append(Experiment(name, p, obs, expected, verdict is None))
     reruns = observations[len(chosen):]
-    for i, (check, p) in enumerate(again):
+    for i, (check, ev) in enumerate(again):
         runs = reruns[i * RUNS:(i + 1) * RUNS]
-        done.append(Experiment(f"the graph of {check} run {RUNS} times", p, runs[0], p.run_torch(), False,
+        # torch's outcome is the check's own, computed when it failed
+        done.append(Experiment(f"the graph of {check} run {RUNS} times", ev.program, runs[0], ev.expected, False,
                                differs=any(not _same_grads(runs[0], other) for other in runs[1:])))
     return done
 
 
-def _run_again(failing: Iterable[Any]) -> list[tuple[str, Program]]:
-    """(check id, graph) of a few failing results whose engine gave gradients, right or wrong: those with the
+def _run_again(failing: Iterable[Any]) -> list[tuple[str, Any]]:
+    """(check id, its evidence: graph and torch's outcome) of a few failing results whose engine gave gradients, right or wrong: those with the
     most different ops first (an order matters only where different rules meet; ``x + x`` is the same in any
     order), then the smallest."""
     candidates = []
@@ -127,8 +132,8 @@ def _run_again(failing: Iterable[Any]) -> list[tuple[str, Program]]:
         obs = getattr(ev, "observation", None)
         if obs is None or obs.error is not None or not obs.grads or len(ev.program.steps) > AGAIN_STEPS:
             continue
-        candidates.append((-len({s.op for s in ev.program.steps}), len(ev.program.steps), r.id, ev.program))
-    return [(check, program) for _, _, check, program in sorted(candidates, key=lambda c: c[:3])[:AGAIN]]
+        candidates.append((-len({s.op for s in ev.program.steps}), len(ev.program.steps), r.id, ev))
+    return [(check, ev) for _, _, check, ev in sorted(candidates, key=lambda c: c[:3])[:AGAIN]]
 
 
 def _same_grads(a: Observation, b: Observation) -> bool:
@@ -138,7 +143,7 @@ def _same_grads(a: Observation, b: Observation) -> bool:
         other = b.grads[name]
         if isinstance(got, torch.Tensor) and isinstance(other, torch.Tensor):
             # Not bit for bit: a correct engine whose order varies sums its contributions in another order.
-            if got.shape != other.shape or not torch.allclose(got, other, rtol=1e-9, atol=1e-12, equal_nan=True):
+            if not same_values(got, other, RERUN_RTOL, RERUN_ATOL):
                 return False
         elif got != other:
             return False

@@ -66,8 +66,8 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     failures as well is ruled out by an experiment; ``likely`` when a rival stands; ``unexplained``
     when nothing reproduces its failures. Core causes come first, then follow-ups, then extensions;
     within a level wrong results before conventions, then confirmed causes first, then the most
-    fundamental (the engine's structure before its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the
-    program each runs and torch's outcome.
+    fundamental (the engine's structure before its ops); ``points`` (check id -> its points) only breaks
+    ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
     """
     results = [_with_torch_outcome(r) for r in results]
     passed = [r.id for r in results if r.outcome == "passed"]
