@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -24,7 +25,7 @@ from harness.checks.context import CandidateError, CandidateTimeout, Context, Sh
 from harness.grade import GradeOptions, grade
 from harness.integrity.scan import inspect_source, member_line
 from harness.integrity.allowlist import WHY
-from harness.checks.probes import review_at_run_time
+from harness.checks.probes import draw_cost_graphs, judge_backward_cost, review_at_run_time
 from harness.integrity.use import NOT_RUN, settle
 from harness.program import Leaf, Program, Step
 from harness.report.model import exit_code
@@ -83,7 +84,9 @@ def run_time(sandbox):
             try:
                 hello = ctx.worker().hello
                 ctx.run(GRAPH, timeout=10.0)
-                review_at_run_time(ctx, set(hello.get("members", [])), member_line(path.read_text(), "Tensor", "backward"))
+                # Drawn from the file's name: the same graphs on every run (the draws' spread has its own test).
+                review_at_run_time(ctx, set(hello.get("members", [])), member_line(path.read_text(), "Tensor", "backward"),
+                                   rng=random.Random(path.name))
             except (CandidateError, CandidateTimeout):
                 pass  # what was seen up to here still counts
             finally:
@@ -146,6 +149,26 @@ def test_the_worker_reports_what_only_run_time_sees(entry, run_time):
             f"no review entry [{line}, {construct}, {why}...] in {review}")
     if entry["verdict"] == "review":
         assert violations == [], "a review verdict with proof at run time should say violation"
+
+
+# Draws whose graphs kept batched finite differences under the quadratic bar when the large input had
+# 10..14 times the rows of the small one (found by probing 1,500 draws), and a hundred more.
+_HARD_DRAWS: Final = [31, 85, 123, 169, 177, 246, 254, 298, 315, 377, 385, 426, 468, 469, 594, 600, 645, 713]
+
+
+def test_batched_finite_differences_are_caught_whatever_the_probe_graphs(sandbox):
+    path = CHEATS / "batched_differences.py"
+    ctx = Context(sandbox, path, "Tensor", path.stem, Shared(deadline=float("inf")))
+    try:
+        missed = []
+        for seed in _HARD_DRAWS + list(range(100)):
+            pairs = draw_cost_graphs(random.Random(seed))
+            facts = ctx.probe("backward_cost", programs=[p.to_wire() for pair in pairs for p in pair], timeout=30.0)
+            if judge_backward_cost(facts, 1) is None:
+                missed.append((seed, facts))
+    finally:
+        ctx.retire()
+    assert missed == []
 
 
 @pytest.mark.parametrize("entry", CHEAT_ENTRIES, ids=_id)
