@@ -307,6 +307,79 @@ def test_a_guard_switched_off_is_a_violation(sandbox, folder, name):
     assert any(v.startswith(expected) for v in violations), violations
 
 
+def test_the_guard_never_calls_a_frame_reader_the_submission_put_in_place(sandbox, folder):
+    """The guard reads its caller's file at every torch call with the audit hook quiet: a replaced
+    sys._getframe must not be what it calls (its code would run unjudged)."""
+    header = '''
+        import sys
+
+        _calls = []
+        _real = sys._getframe
+
+
+        def _spy(depth=0):
+            _calls.append(depth)
+            return _real(depth + 1)
+
+
+        sys._getframe = _spy
+        '''
+    path = _submission(folder, "replaced_getframe", '''
+        before = len(_calls)
+        t.data + 0
+        if len(_calls) != before:
+            raise RuntimeError("the grader called the submission's sys._getframe")
+        ''', header)
+    shared = Shared(deadline=float("inf"))
+    ctx = Context(sandbox, path, "Tensor", path.stem, shared)
+    try:
+        observed = ctx.run(GRAPH, timeout=10.0)
+    finally:
+        ctx.retire()
+    assert observed.error is None, observed.error
+    assert torch.allclose(observed.grads["x"], GRAPH.run_torch().grads["x"])
+
+
+# ---- the deep chain, run without the guard --------------------------------------------------------
+
+
+ONLY_WHEN_DEEP = {
+    "autograd_backward": ('''
+        depth, node = 0, t
+        while node._parents and depth < 500:
+            node, depth = node._parents[0], depth + 1
+        if depth >= 500:
+            a = torch.ones(1, requires_grad=True)
+            (a * 2).sum().backward()
+        ''', "torch's autograd engine ran a backward pass"),
+    "recorded_graph": ('''
+        depth, node = 0, t
+        while node._parents and depth < 500:
+            node, depth = node._parents[0], depth + 1
+        if depth >= 500:
+            torch.ones(1, requires_grad=True) * 2
+        ''', "torch's autograd recorded a graph out of the guard's sight"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONLY_WHEN_DEEP))
+def test_torch_autograd_used_only_on_the_deep_chain_is_still_a_violation(sandbox, folder, name):
+    """The deep chain's backward runs without the torch-function guard (its cost); torch's own counts,
+    compared at the end of every request, still see its autograd at work."""
+    extra, expected = ONLY_WHEN_DEEP[name]
+    path = _submission(folder, f"deep_{name}", extra)
+    shared = Shared(deadline=float("inf"))
+    ctx = Context(sandbox, path, "Tensor", path.stem, shared)
+    try:
+        ctx.run(GRAPH, timeout=10.0)
+        assert shared.violations == []  # a small graph: the engine's own rules only
+        facts = ctx.probe("deep_chain", n=2000, timeout=20.0)
+    finally:
+        ctx.retire()
+    assert facts.get("grad", {}).get("values") == [2001.0]
+    assert any(v.startswith(expected) for v in shared.violations), shared.violations
+
+
 # ---- the submission's own graph objects -------------------------------------------------------------
 
 

@@ -130,13 +130,16 @@ _FREQUENT: Final = frozenset({"builtins.id"})
 _MAX_EVENTS: Final = 40
 
 
-def install(submission: str, record: Record, also: Callable[[str, tuple], None] | None = None) -> None:
+def install(submission: str, record: Record, also: Callable[[str, tuple], None] | None = None) -> Callable[[int], str]:
     """Add the audit hook; ``submission`` is the file whose frames make an event the submission's.
+
+    Returns the guard's frame reader: the file ``depth`` frames above its caller, read quietly.
 
     ``also`` handles every event first (the worker's process watch): one hook for both, as
     each hook costs every event a Python call.
     """
     own = {submission, os.path.abspath(submission)}
+    getframe = sys._getframe  # bound before the submission runs: a replacement would run unjudged in caller_file
     stdlib = os.path.dirname(os.__file__) + os.sep
     main_thread = threading.main_thread()
     busy = threading.local()
@@ -209,16 +212,14 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
         return bool(actor), line, importing
 
     def hook(event: str, args: tuple) -> None:
-        if event in _FREQUENT:
-            return
+        if event in _FREQUENT or getattr(busy, "on", False):
+            return  # the hook's own frame reads, and the guard's (``caller_file``)
         if also is not None:
             also(event, args)
         if event not in _WATCHED and not event.startswith("ctypes."):
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _WATCHED_ATTRIBUTES):
             return  # f_code and the like: read by every traceback, the grader's own included
-        if getattr(busy, "on", False):
-            return  # the hook's own sys._getframe
         busy.on = True
         try:
             blocked = _judge(event, args)
@@ -258,7 +259,20 @@ def install(submission: str, record: Record, also: Callable[[str, tuple], None] 
         seen.add(key)
         record(construct, f"seen at run time: {why}", line)
 
+    def caller_file(depth: int) -> str:
+        """The file of the code ``depth`` frames above the caller, read without the hook judging it:
+        only a file name leaves, never a frame."""
+        was = getattr(busy, "on", False)
+        busy.on = True
+        try:
+            return getframe(depth + 1).f_code.co_filename
+        except ValueError:
+            return ""
+        finally:
+            busy.on = was
+
     sys.addaudithook(hook)
+    return caller_file
 
 
 def _describe(event: str, args: tuple) -> str:

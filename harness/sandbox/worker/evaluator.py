@@ -25,6 +25,7 @@ import torch
 
 from harness.collector import collector_paused
 from harness.sandbox.worker.audit import install as install_audit_hook
+from harness.sandbox.worker.autograd_guard import read_frames_with
 from harness.sandbox.worker.tripwires import Tripwires
 from harness.sandbox.worker import processes
 from harness.sandbox.channel import TRUSTED_LIMITS, recv_message, send_message
@@ -218,9 +219,12 @@ class Evaluator:
     def do_deep_chain(self, request: dict[str, Any]) -> dict[str, Any]:
         """Backward through a chain of n additions; x.grad should be n + 1."""
         n = int(request["n"])
+        # Run unguarded, as the timing runs are: under the guard (and the audit hook that sees the
+        # frame it reads at every torch call) the chain's backward took three to six times as long,
+        # the largest share of a grade at every level. What the guard alone would see is a formula
+        # borrowed from torch, and a chain of additions has none to borrow; torch's autograd used
+        # here still moves the counts in C that every request's end compares.
         try:
-            # Built unguarded: the guard's per-call cost would double this probe's time, and
-            # the backward below (where a cheat would act) is still guarded.
             x = self.cls(torch.tensor(1.0, dtype=torch.float64), requires_grad=True)
             y = x
             for _ in range(n):
@@ -229,7 +233,7 @@ class Evaluator:
             return {"error": error_facts("forward", exc)}
         t0 = time.perf_counter()
         try:
-            with self.guarded():
+            with self.guarded(False):
                 y.backward()
         except BaseException as exc:  # RecursionError is the point of this probe
             return {"error": error_facts("backward", exc)}
@@ -464,7 +468,8 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
     # integrity: every tripwire is set before the submission's first line runs, and the import is guarded.
     tripwires = Tripwires(path)
     tripwires.install()
-    install_audit_hook(path, tripwires.note, also=processes.handler(tripwires.note, tripwires.candidate_line))
+    read_frames_with(install_audit_hook(path, tripwires.note,
+                                        also=processes.handler(tripwires.note, tripwires.candidate_line)))
     # The import may rebind any name of this module or of the tripwires': what runs after it is
     # taken now, so a replaced function is found by the snapshot instead of running in its place.
     report, after_request, make_evaluator = tripwires.report, tripwires.after_request, Evaluator
