@@ -47,7 +47,9 @@ def judged(report, key) -> tuple[str, str]:
     # An integrity violation is a verdict (the README's rules make some calls torch's autograd), not a crash.
     if report.status not in ("graded", "integrity_violation") or report.diagnosis_error:
         return "crash", f"{report.status}: {report.message or report.diagnosis_error}"
-    if key == "correct":
+    if key == "correct" or isinstance(key, dict) and key.get("correct") is True:
+        # But for the behaviours its manifest says it never attempts.
+        failing = [c for c in failing if not isinstance(key, dict) or c not in key.get("unattempted", ())]
         return ("clean", "") if not failing else ("failed", ", ".join(failing[:6]))
     cause = first_cause(report)
     if cause is None:
