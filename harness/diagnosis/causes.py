@@ -64,10 +64,10 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     A catalogued bug that predicts a failure the engine does not show is dropped; a cause is
     ``confirmed`` when what the worker saw shows it directly, or when every rival that explains its
     failures as well is ruled out by an experiment; ``likely`` when a rival stands; ``unexplained``
-    when nothing reproduces its failures. Core causes come first, then follow-ups, then extensions;
-    within a level wrong results before conventions, then confirmed causes first, then the most
-    fundamental (the engine's structure before its ops); ``points`` (check id -> its points) only breaks
-    ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
+    when nothing reproduces its failures. What costs only memory or time comes after every wrong result;
+    then core causes before follow-ups before extensions; within a level wrong results before
+    conventions, then confirmed causes first, then the most fundamental (the engine's structure before
+    its ops); ``points`` (check id -> its points) only breaks ties. ``graphs`` maps check ids to the program each runs and torch's outcome.
     """
     results = [_with_torch_outcome(r) for r in results]
     passed = [r.id for r in results if r.outcome == "passed"]
@@ -143,13 +143,16 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
         cause["confidence"], cause["probes"] = confidence(
             cause, by_id, observed, considered, located, contradictions, refuted, experiments, replays, passed_graphs)
         cause.pop("_finding", None)
-    # Core before follow-ups before extensions (each level builds on the one before); within a level, a
-    # wrong result before a convention or a resource kept too long, then confirmed before likely before
-    # unexplained, then the most fundamental (in the core, the engine's structure before its ops: a likely
-    # structural cause must not hide a confirmed wrong rule), a named cause before a vague one; points only
-    # break ties. A core method that is missing comes before them all.
-    causes.sort(key=lambda c: (max(_tier(c), 1), _secondary(c), CONFIDENCES.index(c["confidence"]), _tier(c),
-                               _vague(c), -c["points"], -len(c["checks"])))
+    # What costs only memory or time (a graph kept alive, a backward slower than linear) after every
+    # wrong result, whatever their levels: an engine that never attempted the memory follow-up must not be
+    # sent there before a wrong gradient of an extension op. Then core before follow-ups before extensions
+    # (each level builds on the one before); within a level, a wrong result before a convention, then
+    # confirmed before likely before unexplained, then the most fundamental (in the core, the engine's
+    # structure before its ops: a likely structural cause must not hide a confirmed wrong rule), a named
+    # cause before a vague one; points only break ties. A core method that is missing comes before them all.
+    reasons = {r.id: r.reason for r in results}
+    causes.sort(key=lambda c: (_cost(c, reasons), max(_tier(c), 1), _secondary(c),
+                               CONFIDENCES.index(c["confidence"]), _tier(c), _vague(c), -c["points"], -len(c["checks"])))
     causes = missing_members(results, points) + causes
     # An integrity finding costs every point: the bug behind it comes first.
     flagged = [m.bug for m in match_violations(violations)]
@@ -178,9 +181,19 @@ SECONDARY: Final = ("memory", "saved_tensors", "linearity", "conventions", "grad
 """Concepts about what an engine keeps, how long it takes or which of torch's conventions it follows, rather
 than whether what it computes is right: after a wrong result of the same tier."""
 
+COSTS: Final = frozenset({("followups.memory_release", "graph_alive"), ("core.linear_time", "superlinear")})
+"""(check, reason) of the failures that cost only memory or time, the engine's results being right: after
+every wrong result. The same checks fail for wrong results too (a wrong gradient on the timing graph)."""
+
 
 def _secondary(cause: dict[str, Any]) -> bool:
     return cause.get("concept") in SECONDARY
+
+
+def _cost(cause: dict[str, Any], reasons: dict[str, str]) -> bool:
+    if cause.get("concept") == "saved_tensors":
+        return True
+    return bool(cause["checks"]) and all((c, reasons.get(c)) in COSTS for c in cause["checks"])
 
 
 LARGEST_GRAPH = 20_000

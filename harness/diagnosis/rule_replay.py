@@ -154,9 +154,26 @@ def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -
     return {leaf.name: (grads[leaf.name] * passes if leaf.name in grads else None) for leaf in program.leaves}
 
 
+class _Unchanged(Exception):
+    """The mutated rule gives the right gradient at this step (nothing broadcast, a symmetric gradient ...)."""
+
+
 def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
            mutation: Mutation | None) -> dict[int, torch.Tensor | None]:
-    """The gradient ``step`` hands each operand in ``slots``, mutated where ``mutation`` says."""
+    """The gradient ``step`` hands each operand in ``slots``, mutated where ``mutation`` says.
+
+    Where the mistake makes no difference at this step (an operand nothing broadcast, an upstream gradient
+    of ones), the step hands on the right gradient: a graph whose other steps show the mistake is still
+    replayed, as an engine with that mistake runs it."""
+    try:
+        return _mutated_local(step, values, g, slots, mutation)
+    except _Unchanged:
+        return vjp(step.spec, step.param_dict(), [values[a] if isinstance(a, str) else a for a in step.args], g,
+                   slots)
+
+
+def _mutated_local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
+                   mutation: Mutation | None) -> dict[int, torch.Tensor | None]:
     spec, params = step.spec, step.param_dict()
     operands = [values[a] if isinstance(a, str) else a for a in step.args]
     mutated = mutation is not None and mutation[0] == step.op and mutation[1] in slots
@@ -173,21 +190,25 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     elif kind == "missing":
         out[slot] = None
     elif kind == "transposed":
-        if d.dim() != 2 or d.shape[0] == d.shape[1] and torch.equal(d, d.T):
+        if d.dim() != 2:
             raise ValueError("no transpose to take")
+        if d.shape[0] == d.shape[1] and torch.equal(d, d.T):
+            raise _Unchanged("a symmetric gradient")
         out[slot] = d.T
     elif kind == "upstream":
         if torch.equal(g, torch.ones_like(g)):
-            raise ValueError("the upstream gradient is all ones here")
+            raise _Unchanged("the upstream gradient is all ones here")
         out[slot] = vjp(spec, params, operands, torch.ones_like(g), slots)[slot]
     elif kind in ("at_input", "at_output"):
         out[slot] = g * _derivative_elsewhere(step.op, kind, x, values[step.name], params)
     elif kind == "wrong_shape":
         if tuple(g.shape) == tuple(d.shape):
-            raise ValueError("the result has the operand's shape")
+            raise _Unchanged("the result has the operand's shape")
         out[slot] = d.reshape(g.shape) if d.numel() == g.numel() else g
     elif kind == "missing_factor":
-        factor = _FACTORS[(step.op, slot)][mutation[3]](operands, values[step.name])
+        # A number operand (the 3 of 3 / x) is a factor too.
+        factor = torch.as_tensor(_FACTORS[(step.op, slot)][mutation[3]](operands, values[step.name]),
+                                 dtype=torch.float64)
         if not bool((factor != 0).all()):
             raise ValueError("a zero factor")
         out[slot] = d / factor
@@ -199,7 +220,7 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     elif kind in ("unreduced", "wrong_axis", "no_keepdim"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
-            raise ValueError("nothing was broadcast")
+            raise _Unchanged("nothing was broadcast")
         if kind == "unreduced":
             out[slot] = full
         elif kind == "no_keepdim":
@@ -240,7 +261,7 @@ def _summed_without_keepdim(full: torch.Tensor, shape: torch.Size) -> torch.Tens
     summed = full.sum(dim=tuple(range(lead))) if lead > 0 else full
     axes = tuple(i for i, size in enumerate(shape) if size == 1 and summed.shape[i] != 1)
     if not axes:
-        raise ValueError("no axis of size 1 was stretched")
+        raise _Unchanged("no axis of size 1 was stretched")
     return summed.sum(dim=axes)
 
 
@@ -252,14 +273,21 @@ def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right
         raise ValueError("the sum does not fit the operand")
     summed = summed.reshape(shape)
     if torch.allclose(summed, right):
-        raise ValueError("that is the right axis")
+        raise _Unchanged("that is the right axis")
     return summed
+
+
+def _left_number(operands: list, y: torch.Tensor) -> float:
+    """The number of ``c / x``: a rule of ``__rtruediv__`` alone, which two tensors never reach."""
+    if isinstance(operands[0], torch.Tensor):
+        raise _Unchanged("a tensor on the left: the rule for two tensors")
+    return operands[0]
 
 
 _FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], torch.Tensor]]]] = {
     ("sigmoid", 0): {"(1 - y)": lambda o, y: 1 - y, "y": lambda o, y: y},
     ("tanh", 0): {"(1 + y)": lambda o, y: 1 + y, "(1 - y)": lambda o, y: 1 - y},
-    ("div", 1): {"1/b": lambda o, y: 1 / o[1], "a": lambda o, y: o[0]},
+    ("div", 1): {"1/b": lambda o, y: 1 / o[1], "a": lambda o, y: o[0], "c (the number on the left)": _left_number},
     ("div", 0): {"1/b": lambda o, y: 1 / o[1]},
     ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
 }
@@ -277,12 +305,26 @@ def _no_onehot(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[st
     return g * torch.softmax(logits, dim=1) / logits.shape[0]
 
 
+def _tiled(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """avg_pool2d's gradient spread with ``repeat`` (the whole map tiled k x k times) instead of
+    ``repeat_interleave`` (each value over its own window)."""
+    x, k = operands[0], int(params.get("k", 2))
+    tiled = (g / (k * k)).repeat(1, 1, k, k)
+    if tiled.shape[-2:] != x.shape[-2:]:
+        raise ValueError("the windows do not cover the input")
+    if g.shape[-2:] == (1, 1):
+        raise _Unchanged("one window: tiling and spreading agree")
+    return tiled
+
+
 _WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
     "stats_constant": _stats_constant,
     "no_onehot": _no_onehot,
+    "tiled": _tiled,
 }
 """Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
-_WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",)}
+_WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",),
+                                                   "avg_pool2d": ("tiled",)}
 
 
 _OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {

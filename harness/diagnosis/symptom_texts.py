@@ -42,7 +42,7 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("all_zero", "every leaf's gradient is zero: the gradients backward computes never reach the leaves",
             "follow one gradient from the output to a leaf: the rule's result must be added into the leaf's .grad "
             "(not replaced by zeros, not dropped at the leaves)", concept="accumulation"),
-    Symptom("sign", "the gradient of {b} has the wrong sign: got -g where +g is right",
+    Symptom("sign", "the gradient of {b} has the wrong sign: it is the negative of the right one",
             "a flipped sign in this op's backward rule: check which operand carries the minus"),
     Symptom("missing", "{b} gets no gradient from this op",
             "this op's backward rule never adds a gradient to {b}: return (or accumulate) one for every input that "
@@ -92,6 +92,9 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "(g - mean(g) - xhat * mean(g * xhat)) / std over the batch axis"),
     Symptom("no_onehot", "the gradient of {b} leaves out the one-hot term: it is softmax / N",
             "the gradient of the loss with respect to the logits is (softmax - onehot(target)) / N"),
+    Symptom("tiled", "the gradient of {b} is tiled over the input (repeat) instead of spread over each window",
+            "each output value's gradient belongs to its own k x k window: repeat_interleave along both spatial "
+            "axes (or index the windows), not repeat, which copies the whole map side by side"),
     Symptom("unreduced_raises", "the gradient of {b} keeps the broadcast shape, and adding it into {b}'s gradient "
             "raises", "sum a broadcast operand's gradient back to its own shape before adding it",
             concept="broadcasting"),

@@ -15,6 +15,7 @@ from harness.diagnosis.matching import alike
 from harness.diagnosis.symptoms import Finding, cover, describe, operand_name
 from harness.ops import OPS
 from harness.report.model import CheckResult
+from harness.report.safety import one_line
 
 __all__ = ["unexplained", "lone_op", "first_line", "size"]
 
@@ -87,9 +88,12 @@ def unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult], 
         # timing, memory and broadcasting alike, and their own hints are about something else.
         concept = OPS[op].concept if how in _UNNAMED and op in OPS else smallest.concept
         title, hint = _UNNAMED.get(how, ("{concept} failures around {syntax}", ""))
+        name = title.format(concept=smallest.concept, syntax=syntax)
+        if how == "error":
+            name = _raised(smallest, syntax) or name
         causes.append({
             "bug": None,
-            "name": title.format(concept=smallest.concept, syntax=syntax),
+            "name": name,
             "concept": concept,
             "explanation": (f"No catalogued bug reproduces these failures. The op nearest to what goes wrong "
                             f"is {syntax}; the smallest failing graph is {smallest.evidence.program.summary()}, "
@@ -135,6 +139,26 @@ def _one_per_exception(groups: dict[tuple[str, str], list[CheckResult]]) -> list
             "_graph": (smallest.evidence.program, smallest.evidence.expected),
         })
     return causes
+
+
+def _raised(r: CheckResult, syntax: str) -> str | None:
+    """What raised, named by the exception and the submission's line that raised it: ``x0.conv2d(x1): backward
+    raises RuntimeError: shape '[2, 3]' is invalid for input of size 12 (line 127: gw = g.squeeze(0) ...)``."""
+    obs = r.evidence.observation if r.evidence is not None else None
+    error = obs.error if obs is not None else None
+    if not error or not error.get("type"):
+        return None
+    phase = "backward" if error.get("where") == "backward" else "forward"
+    said = one_line(first_line(str(error.get("message", ""))))
+    text = f"{syntax}: {phase} raises {one_line(str(error['type']))}" + (f": {_cut(said, 90)}" if said else "")
+    if error.get("line"):
+        source = error.get("source_line")
+        text += f" (line {error['line']}" + (f": {_cut(one_line(str(source)).strip(), 70)})" if source else ")")
+    return text
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 3] + "..."
 
 
 def _exception(r: CheckResult) -> tuple[str, str, str] | None:
@@ -211,7 +235,7 @@ def _where_it_differs(got: Any, want: Any) -> str:
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape) or want.numel() == 0:
         return ""
     err = (got.double() - want.double()).abs()
-    bad = err > 1e-6 * (1 + want.double().abs())
+    bad = (err > 1e-6 * (1 + want.double().abs())) | torch.isnan(err)  # a nan compares false with anything
     worst = int(torch.argmax(torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err).reshape(-1)))
     index = [int(i) for i in torch.unravel_index(torch.tensor(worst), tuple(want.shape))] if want.dim() else []
     at = f" at {index}" if index else ""

@@ -33,8 +33,8 @@ OP_NAMES = {"index": r"embedding|\[ids\]", "cross_entropy": r"cross.entropy", "m
             "sum": r"\bsum\b", "div": r"`a / b`|\bdiv", "pow": r"\*\*|\bpow", "relu": r"relu", "mean": r"\bmean"}
 """How a title names each op (a catalogued bug's title names its op in words)."""
 RUN_SNIPPETS = Path(__file__).resolve().parent / "data" / "run_snippets.py"
-REACHED = {"tuning": 24, "holdout": 9}
-"""Engines whose first cause names the real bug, of 27 and 14: the figures reached (the goal is 90% of each,
+REACHED = {"tuning": 33, "holdout": 10}
+"""Engines whose first cause names the real bug, of 36 and 18: the figures reached (the goal is 90% of each,
 ``benchmarks/fix_first_accuracy.py`` prints where it stands); a fall below them fails."""
 ALSO_REAL = {
     "public2/JhihYangWu_minigrad.py": "relu's backward multiplies by x >= 0: gradient 1 at zero, where torch "
@@ -90,15 +90,22 @@ def test_no_engine_crashes_the_grader_or_its_diagnosis(reports):
             assert render(report, fmt)
 
 
+def _correct(key) -> bool:
+    return key == "correct" or isinstance(key, dict) and key.get("correct") is True
+
+
 def test_the_correct_engines_fail_no_check(reports):
-    failing = {name: _failing(reports[name]) for name, key in KEYS["keys"].items() if key == "correct"}
+    """But the behaviours an engine's manifest says it never attempts (the memory follow-up has no member
+    whose absence would make it "not attempted")."""
+    failing = {name: [c for c in _failing(reports[name]) if not isinstance(key, dict) or c not in key.get("unattempted", ())]
+               for name, key in KEYS["keys"].items() if _correct(key)}
     assert not [n for n, f in failing.items() if f], {n if n not in HOLDOUT else "(held out)": f
                                                       for n, f in failing.items() if f and n not in HOLDOUT}
 
 
 @pytest.mark.parametrize("part", ["tuning", "holdout"])
 def test_the_first_cause_names_the_real_bug(reports, part):
-    buggy = [name for name, key in KEYS["keys"].items() if key != "correct" and (name in HOLDOUT) == (part == "holdout")]
+    buggy = [name for name, key in KEYS["keys"].items() if not _correct(key) and (name in HOLDOUT) == (part == "holdout")]
     missed = [name for name in buggy if not _names_the_bug(reports[name], KEYS["keys"][name])]
     shown = missed if part == "tuning" else f"{len(missed)} held-out engines"
     assert len(buggy) - len(missed) >= REACHED[part], shown
@@ -106,7 +113,7 @@ def test_the_first_cause_names_the_real_bug(reports, part):
 
 def test_a_wrong_first_cause_is_never_confirmed(reports):
     wrong = [name for name, key in KEYS["keys"].items()
-             if key != "correct" and not _names_the_bug(reports[name], key)
+             if not _correct(key) and not _names_the_bug(reports[name], key)
              and _first(reports[name]) is not None and _first(reports[name]).confidence == "confirmed"]
     assert not set(wrong) - HOLDOUT - set(ALSO_REAL), sorted(set(wrong) - HOLDOUT)
     assert len(set(wrong) & HOLDOUT) <= HELD_OUT_CONFIRMED

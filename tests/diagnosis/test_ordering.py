@@ -72,3 +72,19 @@ def test_the_graders_own_sum_is_never_the_candidates_bug(launcher, tmp_path):
     assert summed and all(c.outcome == "not_attempted" for c in summed)
     waiting = [c.id for c in report.checks if c.outcome == "not_attempted"]
     assert report.root_causes[0].name == f"implement `sum`: {len(waiting)} core checks wait for it"
+
+
+def test_a_wrong_gradient_of_an_extension_comes_before_a_graph_kept_alive(launcher, tmp_path):
+    """Keeping the graph after backward costs memory; a wrong gradient is wrong at any level. An engine that
+    never attempted the memory follow-up must not be sent there before its wrong tanh rule."""
+    path = tmp_path / "solution.py"
+    source = reference_source()
+    rule, release = "lambda g, s: (g * (1 - s[0] * s[0]),)", "                node.release()\n"
+    assert source.count(rule) == 1 and source.count(release) == 1
+    path.write_text(source.replace(rule, "lambda g, s: (g * (1 - s[0]),)").replace(release, ""))
+    report = grade(path, GradeOptions(max_examples=10), launcher)
+    failing = {c.id: c.reason for c in report.checks if c.outcome == "failed"}
+    assert failing.get("followups.memory_release") == "graph_alive" and "extensions.op.tanh" in failing
+    names = [c.name for c in report.root_causes]
+    assert report.root_causes[0].op == "tanh", names
+    assert "graph kept alive after backward" in names[1:]

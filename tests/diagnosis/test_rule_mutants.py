@@ -94,7 +94,7 @@ def test_a_wrong_gradient_is_named_by_its_op_and_operand(diagnosed):
 
 def test_a_sign_flip_outside_the_catalogue_reads_as_what_it_is(diagnosed):
     _, causes, _ = diagnosed[("sub", 1, "sign")]
-    assert causes[0].name == "`a - b`: the gradient of `b` has the wrong sign: got -g where +g is right"
+    assert causes[0].name == "`a - b`: the gradient of `b` has the wrong sign: it is the negative of the right one"
     assert (causes[0].op, causes[0].operand, causes[0].symptom) == ("sub", "b", "sign")
     _, causes, _ = diagnosed[("pow", 0, "factor")]
     assert causes[0].symptom == "scaled" and "factor of 5/2" in causes[0].name
@@ -116,3 +116,37 @@ def test_an_engine_with_many_wrong_rules_is_graded(kinds, launcher, tmp_path):
     assert report.root_causes
     for fmt in FORMATS:
         assert render(report, fmt)
+
+
+def test_whole_rules_candidates_write_wrong_are_named(launcher, tmp_path):
+    """avg_pool2d's gradient tiled with repeat instead of spread over each window: a mistake of the whole
+    rule, named as such and confirmed, not "in no simple relation"."""
+    from harness.diagnosis.mutants import reference_source
+
+    source = reference_source()
+    right = ("            spread = (g / (k * k)).unsqueeze(-1).expand(*g.shape, k * k)\n"
+             "            return (_unwindows(spread, shape, k),)\n")
+    assert source.count(right) == 1
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(right, "            return ((g / (k * k)).repeat(1, 1, k, k),)\n"))
+    report = grade(path, GradeOptions(levels=("core", "followups", "extensions"), max_examples=10), launcher)
+    first = report.root_causes[0]
+    assert (first.op, first.symptom, first.confidence) == ("avg_pool2d", "tiled", "confirmed"), first.name
+    assert "tiled over the input (repeat)" in first.name
+
+
+def test_a_mistake_replays_on_a_graph_where_only_some_steps_show_it():
+    """``h = x * c; k = h * h``: only the first product broadcasts. A mul that sums a broadcast gradient without
+    keepdim computes the second product right, so the graph replays, and c's gradient loses its axis."""
+    import torch
+
+    from harness.diagnosis.rule_replay import backward
+    from harness.program import Leaf, Program, Step
+
+    leaves = (Leaf("x", torch.rand(4, 3, dtype=torch.float64)), Leaf("c", torch.rand(4, 1, dtype=torch.float64)))
+    program = Program(leaves, (Step("h", "mul", ("x", "c")), Step("k", "mul", ("h", "h")), Step("y", "sum", ("k",))),
+                      "y")
+    grads = backward(program, None, ("mul", 1, "no_keepdim", None))
+    right = program.run_torch().grads
+    assert grads is not None and grads["c"].shape == (4,)
+    assert torch.allclose(grads["c"], right["c"].reshape(4)) and torch.allclose(grads["x"], right["x"])

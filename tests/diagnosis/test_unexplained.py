@@ -72,7 +72,9 @@ def test_a_wrong_gradient_no_bug_reproduces_is_titled_as_one_not_by_the_checks_c
     assert cause.name == "wrong gradients around x0 + x1", cause.name
     assert "visited" not in cause.hint and "broadcast" not in cause.hint
     (other,) = _causes_of("spec:followups.broadcast.bias_row", causes)
-    assert other.name == "exceptions around x0 + x1"
+    # Titled by the exception that was raised, not by the checks' concept either.
+    assert other.name == ("x0 + x1: backward raises RuntimeError: The size of tensor a (3) must match the size of "
+                          "tensor b (2) at non-singleton dimension 1"), other.name
 
 
 class _Probe:
@@ -130,3 +132,11 @@ def test_an_exception_whose_words_read_like_a_hang_is_still_an_exception(tmp_pat
     result = _properties_ending("error", "running x0 + x1: raised RuntimeError: no answer within 5 s", tmp_path)
     _, causes = diagnose([result])
     assert [c.name for c in causes] == ["exceptions around x0 + x1"]
+
+
+def test_a_nan_gradient_counts_as_an_element_that_differs():
+    from harness.diagnosis.unexplained import _where_it_differs
+
+    got = torch.tensor([[float("nan"), 2.0], [3.0, 4.0]], dtype=torch.float64)
+    want = torch.tensor([[0.0, 2.0], [3.0, 5.0]], dtype=torch.float64)
+    assert _where_it_differs(got, want) == ": 2 of 4 elements differ, the worst at [0, 0] (got nan, torch 0)"
