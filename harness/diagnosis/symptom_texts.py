@@ -92,6 +92,9 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "(g - mean(g) - xhat * mean(g * xhat)) / std over the batch axis"),
     Symptom("no_onehot", "the gradient of {b} leaves out the one-hot term: it is softmax / N",
             "the gradient of the loss with respect to the logits is (softmax - onehot(target)) / N"),
+    Symptom("output_over_input", "the gradient of {b} is written as p * y / x from the output, so it is nan "
+            "where the input is 0", "p * x ** (p - 1) is finite at x = 0 where p * y / x divides 0 by 0: compute the "
+            "derivative from the input, not by dividing the output by it"),
     Symptom("tiled", "the gradient of {b} is tiled over the input (repeat) instead of spread over each window",
             "each output value's gradient belongs to its own k x k window: repeat_interleave along both spatial "
             "axes (or index the windows), not repeat, which copies the whole map side by side"),

@@ -150,3 +150,17 @@ def test_a_mistake_replays_on_a_graph_where_only_some_steps_show_it():
     right = program.run_torch().grads
     assert grads is not None and grads["c"].shape == (4,)
     assert torch.allclose(grads["c"], right["c"].reshape(4)) and torch.allclose(grads["x"], right["x"])
+
+
+def test_a_power_rule_written_from_the_output_is_named(launcher, tmp_path):
+    """p * y / x for the derivative of x ** p: right wherever x is not 0, nan where it is."""
+    from harness.diagnosis.mutants import reference_source
+
+    source = reference_source()
+    right = "lambda g, s: (g * p * s[0] ** (p - 1),), (x,))"
+    assert source.count(right) == 1
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(right, "lambda g, s: (g * p * s[0] ** p / s[0],), (x,))"))
+    report = grade(path, GradeOptions(levels=("core", "followups", "extensions"), max_examples=10), launcher)
+    first = report.root_causes[0]
+    assert (first.op, first.symptom) == ("pow", "output_over_input"), first.name
