@@ -76,6 +76,7 @@ def mutations(program: Program) -> list[Mutation]:
     out: list[Mutation] = [(op, slot, s, None) for s in plain for op, slot in ops]
     out += [(op, slot, "wrong_axis", axis) for op, slot in ops if OPS[op].broadcasts for axis in range(4)]
     out += [(op, slot, "no_keepdim", None) for op, slot in ops if OPS[op].broadcasts]
+    out += [(op, slot, "other_guard", None) for op, slot in ops if len(OPS[op].slots) == 2]
     twice = [step.op for step in program.steps if len({a for a in step.args if isinstance(a, str)})
              < len([a for a in step.args if isinstance(a, str)])]
     out += [(op, 0, "once", None) for op in dict.fromkeys(twice)]
@@ -135,6 +136,8 @@ def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -
         if g is None:
             continue
         slots = [i for i, a in enumerate(step.args) if isinstance(a, str) and a in tracked]
+        if mutation is not None and mutation[2] == "other_guard" and mutation[0] == step.op:
+            slots = _guarded_by_the_other(step, tracked, mutation[1], slots)
         if not slots:
             continue
         local = _local(step, values, g, slots, mutation)
@@ -152,6 +155,17 @@ def _walk(program: Program, values: dict[str, Any], mutation: Mutation | None) -
             grads[name] = d if overwrite or name not in grads else grads[name] + d
     passes = program.passes
     return {leaf.name: (grads[leaf.name] * passes if leaf.name in grads else None) for leaf in program.leaves}
+
+
+def _guarded_by_the_other(step: Any, tracked: set[str], slot: int, slots: list[int]) -> list[int]:
+    """The operands a rule hands gradients to when operand ``slot``'s is decided by the other operand's
+    requires_grad (a condition copied from the other branch): a constant gets one, a leaf that needs one
+    gets none."""
+    other = step.args[1 - slot]
+    if not isinstance(step.args[slot], str) or not isinstance(other, str):
+        return slots
+    keep = [i for i in slots if i != slot]
+    return sorted(keep + [slot]) if other in tracked else keep
 
 
 class _Unchanged(Exception):
@@ -180,7 +194,7 @@ def _mutated_local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: li
     kind = mutation[2] if mutated else None
     slot = mutation[1] if mutated else None
     out = vjp(spec, params, operands, g, slots)
-    if kind is None or kind in ("overwritten", "once"):
+    if kind is None or kind in ("overwritten", "once", "other_guard"):
         return out
     d, x = out[slot], operands[slot]
     if kind == "factor":
@@ -216,7 +230,7 @@ def _mutated_local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: li
         p = params.get("p")
         out[slot] = g * p * x ** (p - 1 + mutation[3])
     elif kind in _WHOLE_RULE_KINDS:
-        out[slot] = _WHOLE_RULE_KINDS[kind](operands, values[step.name], g, params)
+        out[slot] = _WHOLE_RULE_KINDS[kind](operands, values[step.name], g, params, slot)
     elif kind in ("unreduced", "wrong_axis", "no_keepdim"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
@@ -293,19 +307,22 @@ _FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], t
 }
 """The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
 
-def _stats_constant(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+def _stats_constant(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+                    slot: int = 0) -> torch.Tensor:
     """batch_norm's gradient with the batch mean and variance taken as constants: g / std."""
     x = operands[0]
     return g / torch.sqrt(x.var(dim=0, unbiased=False, keepdim=True) + params.get("eps", 1e-5))
 
 
-def _no_onehot(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+def _no_onehot(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+               slot: int = 0) -> torch.Tensor:
     """cross_entropy's gradient without the one-hot term: softmax / N."""
     logits = operands[0]
     return g * torch.softmax(logits, dim=1) / logits.shape[0]
 
 
-def _tiled(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+def _tiled(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+           slot: int = 0) -> torch.Tensor:
     """avg_pool2d's gradient spread with ``repeat`` (the whole map tiled k x k times) instead of
     ``repeat_interleave`` (each value over its own window)."""
     x, k = operands[0], int(params.get("k", 2))
@@ -317,7 +334,8 @@ def _tiled(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, A
     return tiled
 
 
-def _output_over_input(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+def _output_over_input(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+                       slot: int = 0) -> torch.Tensor:
     """pow's derivative p * x ** (p - 1) written from the saved output as p * y / x: nan (or inf) where x is 0."""
     x, p = operands[0], params.get("p")
     if not bool((x == 0).any()):
@@ -325,15 +343,38 @@ def _output_over_input(operands: list, y: torch.Tensor, g: torch.Tensor, params:
     return g * p * y / x
 
 
+def _sign_mask(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+               slot: int = 0) -> torch.Tensor:
+    """relu's gradient multiplied by sign(x) instead of the mask x > 0: a negative input passes -g back."""
+    x = operands[0]
+    if not bool((x < 0).any()):
+        raise _Unchanged("no negative input: sign(x) and the mask agree")
+    return g * x.sign()
+
+
+def _other_mask(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+                slot: int = 0) -> torch.Tensor:
+    """maximum's gradient for one operand routed with the other operand's mask (a copied line): each operand
+    gets the gradient where the other one wins."""
+    a, b = operands[0], operands[1]
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise ValueError("a number operand")
+    wins = (a >= b) if slot == 1 else (b > a)
+    return g * wins.to(g.dtype)
+
+
 _WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
     "stats_constant": _stats_constant,
     "no_onehot": _no_onehot,
     "tiled": _tiled,
     "output_over_input": _output_over_input,
+    "sign_mask": _sign_mask,
+    "other_mask": _other_mask,
 }
 """Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
 _WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",),
-                                                   "avg_pool2d": ("tiled",), "pow": ("output_over_input",)}
+                                                   "avg_pool2d": ("tiled",), "pow": ("output_over_input",),
+                                                   "relu": ("sign_mask",), "maximum": ("other_mask",)}
 
 
 _OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {

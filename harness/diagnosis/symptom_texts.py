@@ -23,6 +23,9 @@ class Symptom:
 
 
 SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
+    Symptom("forward_unbiased", "normalizes with the unbiased variance (divided by N - 1) in the forward pass",
+            "batch normalization divides by the batch size N: torch.var's default (unbiased, N - 1) is not it; "
+            "pass unbiased=False (or correction=0)"),
     Symptom("wrong_value", "computes the wrong value in the forward pass",
             "check the forward formula of this op against its definition: every gradient after it is judged on "
             "this value"),
@@ -95,6 +98,16 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("output_over_input", "the gradient of {b} is written as p * y / x from the output, so it is nan "
             "where the input is 0", "p * x ** (p - 1) is finite at x = 0 where p * y / x divides 0 by 0: compute the "
             "derivative from the input, not by dividing the output by it"),
+    Symptom("sign_mask", "the gradient of {b} is multiplied by sign(x) instead of the mask x > 0, so a negative "
+            "input passes -g back", "relu lets the gradient through where its input was positive and blocks it "
+            "elsewhere: multiply by (x > 0), which is 0 for a negative x, not -1"),
+    Symptom("other_mask", "the gradient of {b} is routed with the other operand's mask: {b} gets the gradient where "
+            "the other operand wins", "each operand of maximum gets the gradient where it is the larger one: "
+            "the two masks are complements (a >= b for a, a < b for b)", concept="routing"),
+    Symptom("other_guard", "whether {b} gets a gradient is decided by the other operand's requires_grad: a "
+            "constant {b} gets one, a {b} that requires grad gets none when the other operand is a constant",
+            "each operand's branch of the rule must test its own requires_grad: look for a condition copied from "
+            "the other operand's branch", concept="requires_grad"),
     Symptom("tiled", "the gradient of {b} is tiled over the input (repeat) instead of spread over each window",
             "each output value's gradient belongs to its own k x k window: repeat_interleave along both spatial "
             "axes (or index the windows), not repeat, which copies the whole map side by side"),

@@ -189,7 +189,7 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
         if step.name in got.values and not close(got.values[step.name], expected.values[step.name]):
             if _right_on_its_operands(step, got, expected):
                 return []  # the op computed its result right from operands something else changed
-            swapped = _swapped(program, step, got)
+            swapped = _swapped(program, step, got) or _known_wrong_forward(program, step, got)
             return [swapped or Finding(step.op, None, "wrong_value")]
     targets = _observed_leaves(program, got, expected)
     if all(close(got.grads.get(n), expected.grads[n]) for n in targets):
@@ -244,6 +244,30 @@ def _swapped(program: Program, step: Step, got: Any) -> Finding | None:
     slot = next((i for i, a in enumerate(step.args) if not isinstance(a, str)), 0)
     return Finding(step.op, slot, "swapped",
                    f"`{step.spec.render(shown)}` as `{step.spec.render(shown[::-1])}`")
+
+
+_WRONG_FORWARDS: Final[dict[str, dict[str, Callable[..., torch.Tensor]]]] = {
+    "batch_norm": {
+        "unbiased": lambda x, eps: (x - x.mean(dim=0)) / torch.sqrt(x.var(dim=0, unbiased=True) + eps),
+    },
+}
+"""Forward formulas candidates write wrong, per op: each computes the value that mistake gives."""
+
+
+def _known_wrong_forward(program: Program, step: Step, got: Any) -> Finding | None:
+    """A step whose value is what a known wrong formula computes from the same operands."""
+    variants = _WRONG_FORWARDS.get(step.op)
+    if not variants:
+        return None
+    try:
+        values = forward(program)
+        operands = [values[a] if isinstance(a, str) else a for a in step.args]
+        for name, formula in variants.items():
+            if close(got.values[step.name], formula(*operands, **{**step.spec.defaults, **step.param_dict()})):
+                return Finding(step.op, None, f"forward_{name}")
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        return None
+    return None
 
 
 def _right_on_its_operands(step: Step, got: Any, expected: Outcome) -> bool:

@@ -164,3 +164,44 @@ def test_a_power_rule_written_from_the_output_is_named(launcher, tmp_path):
     report = grade(path, GradeOptions(levels=("core", "followups", "extensions"), max_examples=10), launcher)
     first = report.root_causes[0]
     assert (first.op, first.symptom) == ("pow", "output_over_input"), first.name
+
+
+@pytest.mark.parametrize("right, wrong, expected", [
+    ("lambda g, s: (g * s[0].sign(),), (out,))", "lambda g, s: (g * s[0].sign(),), (self.data,))",
+     ("relu", "sign_mask")),
+    ("            return (g * w, g * (1 - w))\n", "            return (g * w, g * w)\n", ("maximum", "other_mask")),
+    ("        invstd = (x.var(dim=0, unbiased=False) + eps).rsqrt()\n",
+     "        invstd = (x.var(dim=0) + eps).rsqrt()\n", ("batch_norm", "forward_unbiased")),
+], ids=["relu_sign_of_input", "maximum_same_mask", "batch_norm_unbiased"])
+def test_classic_mistakes_of_one_op_are_named(launcher, tmp_path, right, wrong, expected):
+    """relu's mask taken as sign(x); maximum's second operand routed with the first one's mask; batch_norm
+    normalizing with torch.var's default (N - 1) variance."""
+    from harness.diagnosis.mutants import reference_source
+
+    source = reference_source()
+    assert source.count(right) == 1
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(right, wrong))
+    report = grade(path, GradeOptions(levels=("core", "followups", "extensions"), max_examples=10), launcher)
+    first = report.root_causes[0]
+    assert (first.op, first.symptom) == expected, first.name
+
+
+def test_a_condition_copied_from_the_other_operand_decides_who_gets_a_gradient():
+    """``if a.requires_grad`` guarding b's gradient too: a constant b gets one, a b that requires grad gets none
+    when a is a constant."""
+    import torch
+
+    from harness.diagnosis.rule_replay import backward
+    from harness.program import Leaf, Program, Step
+
+    x, w = torch.rand(2, 3, dtype=torch.float64), torch.rand(3, 2, dtype=torch.float64)
+
+    def matmul(x_grad: bool, w_grad: bool) -> Program:
+        leaves = (Leaf("x", x, x_grad), Leaf("w", w, w_grad))
+        return Program(leaves, (Step("h", "matmul", ("x", "w")), Step("y", "sum", ("h",))), "y")
+
+    copied = ("matmul", 1, "other_guard", None)
+    weights_only, inputs_only = backward(matmul(False, True), None, copied), backward(matmul(True, False), None, copied)
+    assert weights_only["w"] is None and weights_only["x"] is None
+    assert inputs_only["w"] is not None and torch.allclose(inputs_only["x"], matmul(True, False).run_torch().grads["x"])
