@@ -21,7 +21,7 @@ from harness.ops import OPS, OpSpec, checked_apply, needs_broadcasting, op
 
 torch = lazy_module("torch", globals())
 
-__all__ = ["Leaf", "Step", "Program", "ProgramError", "encode_tensor", "decode_tensor", "DTYPES"]
+__all__ = ["Leaf", "Step", "Program", "ProgramError", "encode_tensor", "decode_tensor", "weighted", "DTYPES"]
 
 
 class _Dtypes(Mapping):
@@ -339,17 +339,23 @@ class Program:
 
 
 def _backward_with(out: torch.Tensor, upstream: torch.Tensor) -> None:
-    """``out.backward(upstream)``, computed as the backward of ``(out * upstream).sum()``.
+    """``out.backward(upstream)``."""
+    weighted(out, upstream).backward()
+
+
+def weighted(out: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+    """``(out * upstream).sum()``: its backward is ``out.backward(upstream)``, and ``torch.autograd.grad`` of it
+    is ``torch.autograd.grad(out, ..., upstream)``.
 
     The gradients are bit-for-bit the same (the sum passes 1.0 back, the product
-    turns it into ``1.0 * upstream``), but ``backward(gradient)`` imports sympy on
-    its first call in a process, which costs about a second.
+    turns it into ``1.0 * upstream``), but a given output gradient imports sympy on
+    its first use in a process, which costs about a second.
     """
     if tuple(upstream.shape) != tuple(out.shape):  # the product would broadcast where backward refuses
         raise RuntimeError(
             f"Mismatch in shape: the upstream gradient has shape {tuple(upstream.shape)}, the output {tuple(out.shape)}"
         )
-    (out * upstream).sum().backward()
+    return (out * upstream.detach()).sum()
 
 
 @dataclass

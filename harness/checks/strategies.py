@@ -400,7 +400,9 @@ def _gradients(spec: OpSpec, operands: Sequence[Any], params: dict[str, Any]) ->
               for x in operands]
     leaves = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     out = spec.apply_torch(inputs, params)
-    grads = torch.autograd.grad(out, leaves, torch.ones_like(out), allow_unused=True)
+    # out.sum(), not an output gradient of ones: the same numbers, and torch checks a given output gradient
+    # with its symbolic shapes, whose first use imports them (a third of a second of a grade).
+    grads = torch.autograd.grad(out.sum(), leaves, allow_unused=True)
     return [torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads)]
 
 

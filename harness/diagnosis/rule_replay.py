@@ -17,7 +17,7 @@ import torch
 from harness.compare import as_zero_d, same_values
 from harness.ops import OPS, TENSOR
 from harness.diagnosis.replay_cache import remembered
-from harness.program import Outcome, Program
+from harness.program import Outcome, Program, weighted
 
 __all__ = ["Mutation", "mutations", "mutation_detail", "backward", "forward", "first_path", "graded_leaves",
            "matches", "close", "vjp"]
@@ -251,7 +251,7 @@ def vjp(spec: Any, params: dict[str, Any], operands: list[Any], g: torch.Tensor,
         inputs[i] = operands[i].detach().requires_grad_(True)
     with torch.enable_grad():
         y = spec.apply_torch(inputs, params)
-        grads = torch.autograd.grad(y, [inputs[i] for i in slots], g, allow_unused=True)
+        grads = torch.autograd.grad(weighted(y, g), [inputs[i] for i in slots], allow_unused=True)
     return {i: (d if d is None else d.detach()) for i, d in zip(slots, grads)}
 
 
@@ -265,7 +265,7 @@ def _vjp_unreduced(spec: Any, params: dict[str, Any], operands: list[Any], g: to
     inputs[slot] = x.detach().expand(g.shape).clone().requires_grad_(True)
     with torch.enable_grad():
         y = spec.apply_torch(inputs, params)
-        (d,) = torch.autograd.grad(y, [inputs[slot]], g)
+        (d,) = torch.autograd.grad(weighted(y, g), [inputs[slot]])
     return d.detach()
 
 

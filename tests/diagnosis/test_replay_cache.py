@@ -70,3 +70,29 @@ def test_a_kept_replay_matches_as_a_fresh_one_does():
     cold = match_evidence(p, observed, p.run_torch())
     warm = match_evidence(_square(), observed, _square().run_torch())
     assert cold == warm and any(m.bug == "overwrite" for m in cold)
+
+
+def test_a_grade_and_its_diagnosis_never_import_sympy():
+    """torch imports sympy the first time it is given an output gradient (autograd.grad(y, x, g),
+    y.backward(g)): about a second of a `grade FILE` run. The replays and the property oracle ask for the
+    same numbers as the gradient of (y * g).sum()."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    solutions = Path(__file__).resolve().parents[1] / "solutions"
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from harness.grade import GradeOptions, grade
+        from harness.sandbox.launch import Launcher
+        assert "sympy" not in sys.modules, "imported before the grade"
+        with Launcher("auto") as launcher:
+            report = grade(Path({str(solutions / "overwrite_grad.py")!r}), GradeOptions(max_examples=10), launcher)
+        assert report.root_causes and report.root_causes[0].bug == "overwrite", report.root_causes[:1]
+        print("sympy" in sys.modules)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "False"
