@@ -26,6 +26,9 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("forward_unbiased", "normalizes with the unbiased variance (divided by N - 1) in the forward pass",
             "batch normalization divides by the batch size N: torch.var's default (unbiased, N - 1) is not it; "
             "pass unbiased=False (or correction=0)"),
+    Symptom("forward_overflow", "computes exp(x) / (1 + exp(x)), which is inf / inf = nan for large x",
+            "exp overflows past x of about 709: write sigmoid so that exp only sees values <= 0 "
+            "(1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below), or use torch.sigmoid", concept="numerics"),
     Symptom("wrong_value", "computes the wrong value in the forward pass",
             "check the forward formula of this op against its definition: every gradient after it is judged on "
             "this value"),

@@ -250,6 +250,9 @@ _WRONG_FORWARDS: Final[dict[str, dict[str, Callable[..., torch.Tensor]]]] = {
     "batch_norm": {
         "unbiased": lambda x, eps: (x - x.mean(dim=0)) / torch.sqrt(x.var(dim=0, unbiased=True) + eps),
     },
+    "sigmoid": {
+        "overflow": lambda x: x.exp() / (1 + x.exp()),
+    },
 }
 """Forward formulas candidates write wrong, per op: each computes the value that mistake gives."""
 

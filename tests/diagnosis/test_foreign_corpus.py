@@ -33,8 +33,8 @@ OP_NAMES = {"index": r"embedding|\[ids\]", "cross_entropy": r"cross.entropy", "m
             "sum": r"\bsum\b", "div": r"`a / b`|\bdiv", "pow": r"\*\*|\bpow", "relu": r"relu", "mean": r"\bmean"}
 """How a title names each op (a catalogued bug's title names its op in words)."""
 RUN_SNIPPETS = Path(__file__).resolve().parent / "data" / "run_snippets.py"
-REACHED = {"tuning": 42, "holdout": 11}
-"""Engines whose first cause names the real bug, of 45 and 21: the figures reached (the goal is 90% of each,
+REACHED = {"tuning": 43, "holdout": 11}
+"""Engines whose first cause names the real bug, of 46 and 20: the figures reached (the goal is 90% of each,
 ``benchmarks/fix_first_accuracy.py`` prints where it stands); a fall below them fails."""
 ALSO_REAL = {
     "public2/JhihYangWu_minigrad.py": "relu's backward multiplies by x >= 0: gradient 1 at zero, where torch "
@@ -45,9 +45,8 @@ ALSO_REAL = {
 """Engines whose confirmed first cause is not the bug its key names but another real bug of the engine."""
 HELD_OUT_SNIPPETS = 1
 """Held-out root causes whose snippet runs to its end without the failure (counted, never read, so never tuned)."""
-HELD_OUT_CONFIRMED = 3
-"""Held-out engines whose confirmed first cause is not the key's bug (counted, never read): 2 of the first 14,
-and 1 of the 3 of the fourth set, from its first grade on."""
+HELD_OUT_CONFIRMED = 2
+"""Held-out engines whose confirmed first cause is not the key's bug (counted, never read)."""
 
 
 def test_every_engine_has_a_key_and_every_key_an_engine():

@@ -88,3 +88,18 @@ def test_a_wrong_gradient_of_an_extension_comes_before_a_graph_kept_alive(launch
     names = [c.name for c in report.root_causes]
     assert report.root_causes[0].op == "tanh", names
     assert "graph kept alive after backward" in names[1:]
+
+
+def test_an_operand_that_holds_a_nan_is_not_taken_for_one_written_in_place(launcher, tmp_path):
+    """sigmoid as exp(x) / (1 + exp(x)) is nan for large x; the sum that reads it leaves it as it was, and a
+    nan compares unequal to itself: that is no op writing into its input."""
+    path = tmp_path / "solution.py"
+    source = reference_source()
+    right = "        out = self.data.sigmoid()\n"
+    assert source.count(right) == 1
+    path.write_text(source.replace(right, "        out = self.data.exp() / (1 + self.data.exp())\n"))
+    report = grade(path, GradeOptions(max_examples=10), launcher)
+    assert [c.id for c in report.checks if c.outcome == "failed"], "large inputs must show the overflow"
+    assert not [c.name for c in report.root_causes if c.symptom == "in_place" or "writes into" in c.name]
+    first = report.root_causes[0]
+    assert (first.op, first.symptom) == ("sigmoid", "forward_overflow"), [c.name for c in report.root_causes]

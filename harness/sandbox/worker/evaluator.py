@@ -442,8 +442,12 @@ def _copy_of(operand: Any) -> Any:
 
 def _changed(operand: Any, copy: torch.Tensor) -> bool:
     data = getattr(operand, "data", None)
-    return not (isinstance(data, torch.Tensor) and data.shape == copy.shape and data.dtype == copy.dtype
-                and bool(torch.equal(data, copy)))
+    if not (isinstance(data, torch.Tensor) and data.shape == copy.shape and data.dtype == copy.dtype):
+        return True
+    if data.is_floating_point() or data.is_complex():
+        # A nan left alone is unchanged: torch.equal calls it different from itself.
+        return not bool(torch.allclose(data, copy, rtol=0.0, atol=0.0, equal_nan=True))
+    return not bool(torch.equal(data, copy))
 
 
 # ---- process entry ----------------------------------------------------------------
