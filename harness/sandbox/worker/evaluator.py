@@ -37,8 +37,8 @@ from harness.graph_shapes import wire_steps
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
 from harness.sandbox.worker.measures import count_alive, counting_python_calls, reachable, reachable_of_shape, weak
-from harness.sandbox.worker.observation import (SUBMISSION_FILE, data_of, error_facts, has_member, observe_tensor,
-                                         requires_grad_of)
+from harness.sandbox.worker.observation import (SUBMISSION_FILE, changed_since, copy_of, data_of, error_facts,
+                                                has_member, observe_tensor, requires_grad_of)
 
 
 class Evaluator:
@@ -137,14 +137,14 @@ class Evaluator:
                     params = {k: tuple(v) if isinstance(v, list) else v for k, v in step["params"].items()}
                     try:
                         with step_guard():
-                            before = [_copy_of(o) for o in operands] if watch else ()
+                            before = [copy_of(o) for o in operands] if watch else ()
                             result = OPS[step["op"]].apply_candidate(operands, params)
                             if result is None or isinstance(result, (int, float, bool)) or (
                                     isinstance(result, torch.Tensor) and not isinstance(result, self.cls)):
                                 raise NotATensor(_what(result), self.cls.__name__)
                             results[step["name"]] = result
                             for slot, (operand, copy) in enumerate(zip(operands, before)):
-                                if copy is not None and _changed(operand, copy):
+                                if copy is not None and changed_since(operand, copy):
                                     reply.setdefault("mutated", []).append({"step": step["name"], "slot": slot})
                     except Exception as exc:
                         raise _Failed(f"forward: {step['name']}", exc) from exc
@@ -432,22 +432,6 @@ class NotATensor(TypeError):
 
 def _what(value: Any) -> str:
     return "None" if value is None else f"a plain {type(value).__name__}"
-
-
-def _copy_of(operand: Any) -> Any:
-    """What an operand's values are now, or None when it has none to compare (a number, index tensor)."""
-    data = getattr(operand, "data", None) if not isinstance(operand, torch.Tensor) else None
-    return data.detach().clone() if isinstance(data, torch.Tensor) else None
-
-
-def _changed(operand: Any, copy: torch.Tensor) -> bool:
-    data = getattr(operand, "data", None)
-    if not (isinstance(data, torch.Tensor) and data.shape == copy.shape and data.dtype == copy.dtype):
-        return True
-    if data.is_floating_point() or data.is_complex():
-        # A nan left alone is unchanged: torch.equal calls it different from itself.
-        return not bool(torch.allclose(data, copy, rtol=0.0, atol=0.0, equal_nan=True))
-    return not bool(torch.equal(data, copy))
 
 
 # ---- process entry ----------------------------------------------------------------

@@ -17,7 +17,8 @@ from harness.program import encode_tensor
 from harness.sandbox.worker.autograd_guard import carries_autograd
 from harness.sandbox.worker.running_node import running_node
 
-__all__ = ["SUBMISSION_FILE", "data_of", "error_facts", "has_member", "observe_tensor", "requires_grad_of"]
+__all__ = ["SUBMISSION_FILE", "changed_since", "copy_of", "data_of", "error_facts", "has_member", "observe_tensor",
+           "requires_grad_of"]
 
 
 def observe_tensor(value: Any) -> dict[str, Any] | None:
@@ -79,3 +80,20 @@ def has_member(cls: type, name: str) -> bool:
     attr = inspect.getattr_static(cls, name, None)
     # What every class inherits from object is not the candidate's work.
     return attr is not None and attr is not inspect.getattr_static(object, name, None)
+
+
+def copy_of(operand: Any) -> Any:
+    """What an operand's values are now, or None when it has none to compare (a number, index tensor)."""
+    data = getattr(operand, "data", None) if not isinstance(operand, torch.Tensor) else None
+    return data.detach().clone() if isinstance(data, torch.Tensor) else None
+
+
+def changed_since(operand: Any, copy: torch.Tensor) -> bool:
+    """Whether an operand's values are no longer ``copy`` (taken by ``copy_of`` before its op ran)."""
+    data = getattr(operand, "data", None)
+    if not (isinstance(data, torch.Tensor) and data.shape == copy.shape and data.dtype == copy.dtype):
+        return True
+    if data.is_floating_point() or data.is_complex():
+        # A nan left alone is unchanged: torch.equal calls it different from itself.
+        return not bool(torch.allclose(data, copy, rtol=0.0, atol=0.0, equal_nan=True))
+    return not bool(torch.equal(data, copy))
