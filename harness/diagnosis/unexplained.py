@@ -16,6 +16,7 @@ from harness.diagnosis.symptoms import Finding, cover, describe, operand_name
 from harness.ops import OPS
 from harness.report.model import CheckResult
 from harness.report.safety import one_line
+from harness.terminal import clip
 
 __all__ = ["unexplained", "lone_op", "first_line", "size"]
 
@@ -148,17 +149,16 @@ def _raised(r: CheckResult, syntax: str) -> str | None:
     error = obs.error if obs is not None else None
     if not error or not error.get("type"):
         return None
-    phase = "backward" if error.get("where") == "backward" else "forward"
     said = one_line(first_line(str(error.get("message", ""))))
-    text = f"{syntax}: {phase} raises {one_line(str(error['type']))}" + (f": {_cut(said, 90)}" if said else "")
+    text = f"{syntax}: {_phase(error)} raises {one_line(str(error['type']))}" + (f": {clip(said, 90)}" if said else "")
     if error.get("line"):
         source = error.get("source_line")
-        text += f" (line {error['line']}" + (f": {_cut(one_line(str(source)).strip(), 70)})" if source else ")")
+        text += f" (line {error['line']}" + (f": {clip(one_line(str(source)).strip(), 70)})" if source else ")")
     return text
 
 
-def _cut(text: str, most: int) -> str:
-    return text if len(text) <= most else text[:most - 3] + "..."
+def _phase(error: dict[str, Any]) -> str:
+    return "backward" if error.get("where") == "backward" else "forward"
 
 
 def _exception(r: CheckResult) -> tuple[str, str, str] | None:
@@ -167,7 +167,7 @@ def _exception(r: CheckResult) -> tuple[str, str, str] | None:
     error = obs.error if obs is not None else None
     if not error:
         return None
-    phase = "backward" if error.get("where") == "backward" else "forward"
+    phase = _phase(error)
     message = re.sub(r"'[^']*'|\"[^\"]*\"|\d+(\.\d+)?", "_", first_line(str(error.get("message", ""))))
     return str(error.get("type", "")), phase, message
 
