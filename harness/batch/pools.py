@@ -29,7 +29,7 @@ class SandboxSource:
 
     def __init__(self, options: GradeOptions) -> None:
         self.limits = sandbox_limits(options)
-        self.launcher = Launcher(options.isolation)
+        self.launcher = Launcher(options.isolation, many=True)
 
     def new(self) -> Sandbox:
         return self.launcher.sandbox(self.limits)
