@@ -11,6 +11,9 @@ They score nothing and appear in the report only as the probes that decided a ro
 A few failing graphs are also run again, several times: a replay that reproduces an engine's wrong
 gradients proves something only when the engine gives the same wrong gradients every time (one that
 takes its order from a set's iteration gives different ones, and may match a wrong replay by chance).
+The first of them also runs as the first graph of fresh workers: an engine that gets it right there,
+every time, got it wrong in the check because of what ran before it in the same process (a
+module-level table, a visited set or a tape that is never cleared), not because of a rule.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class Experiment:
     passed: bool
     differs: bool | None = None
     """For a failing graph run again: whether its runs gave different gradients (None for the graphs above)."""
+    fresh_for: str | None = None
+    """For a failing graph run first in fresh workers: the check that failed it (``passed``: right every time)."""
 
 
 def _graphs() -> list[tuple[str, frozenset[str], Program]]:
@@ -90,6 +95,10 @@ RUNS: Final = 4
 """... this many times each: an engine whose order comes from a set differs within a few runs."""
 AGAIN_STEPS: Final = 64
 """Larger failing graphs are not run again (a deep chain would cost seconds and say no more)."""
+FRESH_RUNS: Final = 2
+"""Fresh workers the first failing graph runs in: right in each, the engine's rules are right on it (one right run
+could be the luck of an engine whose order varies)."""
+JUDGED: Final = ("error", "values", "requires_grad", "grads", "none")
 RERUN_RTOL: Final = 1e-9
 RERUN_ATOL: Final = 1e-12
 """How far two runs' gradients may differ and still be the same: rounding, never a different rule."""
@@ -99,6 +108,7 @@ def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any
     """Every experiment the engine's members allow, and ``failing`` results' graphs run again, in one request;
     none when the engine cannot run them (an exception or a hang here is the checks' concern, which saw it
     first)."""
+    failing = list(failing)
     chosen = [(name, p) for name, needs, p in EXPERIMENTS if needs <= members and "backward" in members]
     again = _run_again(failing) if "backward" in members else []
     programs = [p for _, p in chosen] + [ev.program for _, ev in again for _ in range(RUNS)]
@@ -111,7 +121,7 @@ def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any
     done = []
     for (name, p), obs in zip(chosen, observations):
         expected = p.run_torch()
-        verdict = judge(p, obs, expected, ("error", "values", "requires_grad", "grads", "none"))
+        verdict = judge(p, obs, expected, JUDGED)
         done.append(Experiment(name, p, obs, expected, verdict is None))
     reruns = observations[len(chosen):]
     for i, (check, ev) in enumerate(again):
@@ -119,7 +129,37 @@ def run_experiments(ctx: Context, members: frozenset[str], failing: Iterable[Any
         # torch's outcome is the check's own, computed when it failed
         done.append(Experiment(f"the graph of {check} run {RUNS} times", ev.program, runs[0], ev.expected, False,
                                differs=any(not _same_grads(runs[0], other) for other in runs[1:])))
+    first = _first_wrong(failing) if "backward" in members else None
+    if first is not None:
+        done += _run_fresh(ctx, *first)
     return done
+
+
+def _first_wrong(failing: Iterable[Any]) -> tuple[str, Any] | None:
+    """(check id, evidence) of the first failure (in the order given: core first) whose engine gave wrong values
+    or gradients without raising, on a graph small enough to run again."""
+    for r in failing:
+        ev = getattr(r, "evidence", None)
+        obs = getattr(ev, "observation", None)
+        if obs is None or obs.error is not None or ev.expected is None or len(ev.program.steps) > AGAIN_STEPS:
+            continue
+        if judge(ev.program, obs, ev.expected, JUDGED) is not None:
+            return r.id, ev
+    return None
+
+
+def _run_fresh(ctx: Context, check: str, ev: Any) -> list[Experiment]:
+    """The graph of ``check`` run as the first graph of ``FRESH_RUNS`` fresh workers."""
+    runs = []
+    for _ in range(FRESH_RUNS):
+        ctx.begin(fresh=True)
+        try:
+            runs.append(ctx.run(ev.program, timeout=EXPERIMENT_TIMEOUT))
+        except (CandidateError, CandidateTimeout):
+            return []
+    right = all(judge(ev.program, obs, ev.expected, JUDGED) is None for obs in runs)
+    return [Experiment(f"the graph of {check} run first in a fresh worker", ev.program, runs[0], ev.expected, right,
+                       fresh_for=check)]
 
 
 def _run_again(failing: Iterable[Any]) -> list[tuple[str, Any]]:

@@ -18,8 +18,9 @@ from typing import Any, Callable, Final, Mapping, Sequence
 from harness.checks.context import scalar_root
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.confidence import confidence
+from harness.diagnosis.symptom_texts import SYMPTOMS
 from harness.diagnosis.observed import observed_facts
-from harness.diagnosis.symptoms import (Finding, Refuter, contradicted, explains_composed, localise)
+from harness.diagnosis.symptoms import (ENGINE, Finding, Refuter, contradicted, explains_composed, localise)
 from harness.diagnosis.matching import Match, fails, match_evidence, match_signatures, match_violations
 from harness.diagnosis.missing import missing_members
 from harness.diagnosis.unexplained import size, unexplained
@@ -75,8 +76,13 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     replays: dict = {}
     matches: dict[str, list[Match]] = {}
     observed: dict[str, list[Finding]] = {}
+    # A failing graph the engine gets right as the first graph of fresh workers: what ran before broke it.
+    fresh = {e.fresh_for for e in experiments if getattr(e, "fresh_for", None) and e.passed}
     for r in failing:
         ev = r.evidence
+        if r.id in fresh:
+            observed[r.id], matches[r.id] = [Finding(ENGINE, None, "state_left_over")], []
+            continue
         if ev is not None and ev.observation is not None and ev.expected is not None:
             seen = observed_facts(ev.program, ev.observation, ev.expected)
             if seen:  # what the worker saw happen needs no replay, and names its op itself
@@ -131,6 +137,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     loose = unexplained([r for r in failing if r.id not in assigned], locate)
     causes = _absorbed(causes + [c for c in loose if c.get("symptom")],
                        [c for c in loose if not c.get("symptom")], replays)
+    causes = _state_first(causes)
     levels = {r.id: r.level for r in results}
     for cause in causes:
         cause["points"] = round(sum((points or {}).get(c, 0.0) for c in cause["checks"]), 2)
@@ -184,6 +191,26 @@ than whether what it computes is right: after a wrong result of the same tier.""
 COSTS: Final = frozenset({("followups.memory_release", "graph_alive"), ("core.linear_time", "superlinear")})
 """(check, reason) of the failures that cost only memory or time, the engine's results being right: after
 every wrong result. The same checks fail for wrong results too (a wrong gradient on the timing graph)."""
+
+
+def _state_first(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """With state left over between graphs (a failing graph right when a fresh process runs it first), the
+    failures no rule explains join that cause: they are what the state did to later graphs. No cause keeps a
+    snippet: one graph alone may pass, and which earlier graphs break it (Python reusing the ids of freed
+    objects, say) is not something a few lines can promise to repeat."""
+    state = next((c for c in causes if c.get("symptom") == "state_left_over"), None)
+    if state is None:
+        return causes
+    joined = [c for c in causes if c is not state and _vague(c)]
+    state["checks"] = [*state["checks"], *(check for c in joined for check in c["checks"])]
+    for cause in causes:
+        # Any graph's failure may need what ran before it: a snippet of it alone need not fail.
+        cause["snippet"] = ""
+    state["explanation"] = (f"{SYMPTOMS['state_left_over'].says[0].upper()}{SYMPTOMS['state_left_over'].says[1:]}. "
+                            f"Run first in fresh workers, the failing graph comes out right every time, so no op's "
+                            f"rule is wrong on it: something one backward() leaves behind changes the next. To see it, run "
+                            f"backward on a few graphs in a row in one process and compare each with torch.")
+    return [c for c in causes if c not in joined]
 
 
 def _secondary(cause: dict[str, Any]) -> bool:

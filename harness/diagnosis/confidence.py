@@ -40,6 +40,9 @@ def confidence(cause: dict[str, Any], by_id: Mapping[str, CheckResult], observed
     seen = [c for c in checks if c in observed]
     if seen:
         ev = by_id[seen[0]].evidence
+        if finding is not None and finding.symptom == "state_left_over":
+            return "confirmed", [{"probe": "the same graph run first in fresh workers", "graph": ev.program.expression(),
+                                  "predicted": "pass", "observed": "pass"}]
         return "confirmed", [{"probe": "seen in the worker while the graph ran", "graph": ev.program.expression(),
                               "predicted": "fail", "observed": "fail"}]
     if cause["bug"] is None and finding is None:

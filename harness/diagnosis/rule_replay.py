@@ -17,6 +17,7 @@ import torch
 from harness.compare import as_zero_d, same_values
 from harness.ops import OPS, TENSOR
 from harness.diagnosis.replay_cache import remembered
+from harness.diagnosis.whole_rules import WHOLE_RULE_KINDS, WHOLE_RULES, Unchanged
 from harness.program import Outcome, Program, weighted
 
 __all__ = ["Mutation", "mutations", "mutation_detail", "backward", "forward", "first_path", "graded_leaves",
@@ -82,7 +83,7 @@ def mutations(program: Program) -> list[Mutation]:
     out += [(op, 0, "once", None) for op in dict.fromkeys(twice)]
     out += [(op, slot, "exponent", shift) for op, slot in ops if op == "pow" for shift in (1, -1)]
     out += [(op, slot, "missing_factor", name) for op, slot in ops for name in _FACTORS.get((op, slot), {})]
-    out += [(op, slot, kind, None) for op, slot in ops for kind in _WHOLE_RULES.get(op, ())]
+    out += [(op, slot, kind, None) for op, slot in ops for kind in WHOLE_RULES.get(op, ())]
     out += [(op, slot, "scaled", None) for op, slot in ops]
     return out
 
@@ -168,9 +169,6 @@ def _guarded_by_the_other(step: Any, tracked: set[str], slot: int, slots: list[i
     return sorted(keep + [slot]) if other in tracked else keep
 
 
-class _Unchanged(Exception):
-    """The mutated rule gives the right gradient at this step (nothing broadcast, a symmetric gradient ...)."""
-
 
 def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
            mutation: Mutation | None) -> dict[int, torch.Tensor | None]:
@@ -181,7 +179,7 @@ def _local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: list[int],
     replayed, as an engine with that mistake runs it."""
     try:
         return _mutated_local(step, values, g, slots, mutation)
-    except _Unchanged:
+    except Unchanged:
         return vjp(step.spec, step.param_dict(), [values[a] if isinstance(a, str) else a for a in step.args], g,
                    slots)
 
@@ -207,17 +205,17 @@ def _mutated_local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: li
         if d.dim() != 2:
             raise ValueError("no transpose to take")
         if d.shape[0] == d.shape[1] and torch.equal(d, d.T):
-            raise _Unchanged("a symmetric gradient")
+            raise Unchanged("a symmetric gradient")
         out[slot] = d.T
     elif kind == "upstream":
         if torch.equal(g, torch.ones_like(g)):
-            raise _Unchanged("the upstream gradient is all ones here")
+            raise Unchanged("the upstream gradient is all ones here")
         out[slot] = vjp(spec, params, operands, torch.ones_like(g), slots)[slot]
     elif kind in ("at_input", "at_output"):
         out[slot] = g * _derivative_elsewhere(step.op, kind, x, values[step.name], params)
     elif kind == "wrong_shape":
         if tuple(g.shape) == tuple(d.shape):
-            raise _Unchanged("the result has the operand's shape")
+            raise Unchanged("the result has the operand's shape")
         out[slot] = d.reshape(g.shape) if d.numel() == g.numel() else g
     elif kind == "missing_factor":
         # A number operand (the 3 of 3 / x) is a factor too.
@@ -229,12 +227,12 @@ def _mutated_local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: li
     elif kind == "exponent":
         p = params.get("p")
         out[slot] = g * p * x ** (p - 1 + mutation[3])
-    elif kind in _WHOLE_RULE_KINDS:
-        out[slot] = _WHOLE_RULE_KINDS[kind](operands, values[step.name], g, params, slot)
+    elif kind in WHOLE_RULE_KINDS:
+        out[slot] = WHOLE_RULE_KINDS[kind](operands, values[step.name], g, params, slot)
     elif kind in ("unreduced", "wrong_axis", "no_keepdim"):
         full = _vjp_unreduced(spec, params, operands, g, slot)
         if full.shape == x.shape:
-            raise _Unchanged("nothing was broadcast")
+            raise Unchanged("nothing was broadcast")
         if kind == "unreduced":
             out[slot] = full
         elif kind == "no_keepdim":
@@ -275,7 +273,7 @@ def _summed_without_keepdim(full: torch.Tensor, shape: torch.Size) -> torch.Tens
     summed = full.sum(dim=tuple(range(lead))) if lead > 0 else full
     axes = tuple(i for i, size in enumerate(shape) if size == 1 and summed.shape[i] != 1)
     if not axes:
-        raise _Unchanged("no axis of size 1 was stretched")
+        raise Unchanged("no axis of size 1 was stretched")
     return summed.sum(dim=axes)
 
 
@@ -287,14 +285,14 @@ def _sum_over_wrong_axis(full: torch.Tensor, shape: torch.Size, axis: int, right
         raise ValueError("the sum does not fit the operand")
     summed = summed.reshape(shape)
     if torch.allclose(summed, right):
-        raise _Unchanged("that is the right axis")
+        raise Unchanged("that is the right axis")
     return summed
 
 
 def _left_number(operands: list, y: torch.Tensor) -> float:
     """The number of ``c / x``: a rule of ``__rtruediv__`` alone, which two tensors never reach."""
     if isinstance(operands[0], torch.Tensor):
-        raise _Unchanged("a tensor on the left: the rule for two tensors")
+        raise Unchanged("a tensor on the left: the rule for two tensors")
     return operands[0]
 
 
@@ -306,76 +304,6 @@ _FACTORS: Final[dict[tuple[str, int], dict[str, Callable[[list, torch.Tensor], t
     ("log", 0): {"1/x": lambda o, y: 1 / o[0]},
 }
 """The factors of a derivative written as a product (y the op's result): a rule that drops one of them."""
-
-def _stats_constant(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
-                    slot: int = 0) -> torch.Tensor:
-    """batch_norm's gradient with the batch mean and variance taken as constants: g / std."""
-    x = operands[0]
-    return g / torch.sqrt(x.var(dim=0, unbiased=False, keepdim=True) + params.get("eps", 1e-5))
-
-
-def _no_onehot(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
-               slot: int = 0) -> torch.Tensor:
-    """cross_entropy's gradient without the one-hot term: softmax / N."""
-    logits = operands[0]
-    return g * torch.softmax(logits, dim=1) / logits.shape[0]
-
-
-def _tiled(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
-           slot: int = 0) -> torch.Tensor:
-    """avg_pool2d's gradient spread with ``repeat`` (the whole map tiled k x k times) instead of
-    ``repeat_interleave`` (each value over its own window)."""
-    x, k = operands[0], int(params.get("k", 2))
-    tiled = (g / (k * k)).repeat(1, 1, k, k)
-    if tiled.shape[-2:] != x.shape[-2:]:
-        raise ValueError("the windows do not cover the input")
-    if g.shape[-2:] == (1, 1):
-        raise _Unchanged("one window: tiling and spreading agree")
-    return tiled
-
-
-def _output_over_input(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
-                       slot: int = 0) -> torch.Tensor:
-    """pow's derivative p * x ** (p - 1) written from the saved output as p * y / x: nan (or inf) where x is 0."""
-    x, p = operands[0], params.get("p")
-    if not bool((x == 0).any()):
-        raise _Unchanged("no zero in the input: p * y / x is right")
-    return g * p * y / x
-
-
-def _sign_mask(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
-               slot: int = 0) -> torch.Tensor:
-    """relu's gradient multiplied by sign(x) instead of the mask x > 0: a negative input passes -g back."""
-    x = operands[0]
-    if not bool((x < 0).any()):
-        raise _Unchanged("no negative input: sign(x) and the mask agree")
-    return g * x.sign()
-
-
-def _other_mask(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
-                slot: int = 0) -> torch.Tensor:
-    """maximum's gradient for one operand routed with the other operand's mask (a copied line): each operand
-    gets the gradient where the other one wins."""
-    a, b = operands[0], operands[1]
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        raise ValueError("a number operand")
-    wins = (a >= b) if slot == 1 else (b > a)
-    return g * wins.to(g.dtype)
-
-
-_WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
-    "stats_constant": _stats_constant,
-    "no_onehot": _no_onehot,
-    "tiled": _tiled,
-    "output_over_input": _output_over_input,
-    "sign_mask": _sign_mask,
-    "other_mask": _other_mask,
-}
-"""Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
-_WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",),
-                                                   "avg_pool2d": ("tiled",), "pow": ("output_over_input",),
-                                                   "relu": ("sign_mask",), "maximum": ("other_mask",)}
-
 
 _OUTPUT_FORM: Final[dict[str, Callable[[torch.Tensor], torch.Tensor]]] = {
     "exp": lambda y: y,

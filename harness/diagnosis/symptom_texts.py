@@ -29,7 +29,7 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("forward_overflow", "computes exp(x) / (1 + exp(x)), which is inf / inf = nan for large x",
             "exp overflows past x of about 709: write sigmoid so that exp only sees values <= 0 "
             "(1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below), or use torch.sigmoid", concept="numerics"),
-    Symptom("wrong_value", "computes the wrong value in the forward pass",
+    Symptom("wrong_value", "computes the wrong value in the forward pass{detail}",
             "check the forward formula of this op against its definition: every gradient after it is judged on "
             "this value"),
     Symptom("raises", "raises {detail} in the forward pass on operands it must accept",
@@ -111,12 +111,30 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "constant {b} gets one, a {b} that requires grad gets none when the other operand is a constant",
             "each operand's branch of the rule must test its own requires_grad: look for a condition copied from "
             "the other operand's branch", concept="requires_grad"),
+    Symptom("output_as_derivative", "the gradient of {b} is the upstream gradient times the op's result, not times "
+            "its derivative", "the chain rule multiplies by the derivative: relu's is the mask (x > 0), 0 or 1, so "
+            "multiplying by the result scales each gradient by its own value"),
+    Symptom("scaled_in_place_first", "the gradient of {b} is computed from an upstream gradient the other operand's "
+            "line already multiplied in place (g *= ...), so it is g * a * b",
+            "an in-place *= on the upstream gradient changes it for every later use (the other operand's gradient, "
+            "a sibling that shares it): build a new tensor (g * b) instead", concept="side_effects"),
+    Symptom("unflipped_kernel", "the gradient of {b} convolves the upstream gradient with the kernel not rotated "
+            "by 180 degrees", "conv2d computes a cross-correlation: its input's gradient is the full convolution of "
+            "g with the kernel flipped along both spatial axes (w.flip(2, 3)), which is conv_transpose2d(g, w)"),
+    Symptom("window_transposed", "the gradient of {b} goes to the window's maximum with its row and column swapped",
+            "a flat index i into a k x k window is row i // k and column i % k: check how the position of the "
+            "maximum is decoded", concept="routing"),
     Symptom("tiled", "the gradient of {b} is tiled over the input (repeat) instead of spread over each window",
             "each output value's gradient belongs to its own k x k window: repeat_interleave along both spatial "
             "axes (or index the windows), not repeat, which copies the whole map side by side"),
     Symptom("unreduced_raises", "the gradient of {b} keeps the broadcast shape, and adding it into {b}'s gradient "
             "raises", "sum a broadcast operand's gradient back to its own shape before adding it",
             concept="broadcasting"),
+    Symptom("state_left_over", "results depend on what ran before: a graph this engine gets right as the first "
+            "one a fresh process runs comes out wrong after others (state left over from earlier graphs or "
+            "backward passes)", "look for state that outlives one backward() call (a module-level table, a visited "
+            "set, a tape, entries keyed by id() of tensors that are gone: Python reuses ids) and clear it, or keep "
+            "it local to backward", concept="accumulation"),
     Symptom("read_only", "a gradient is added in place into an array that is a read-only view (an expand or a "
             "broadcast_to of another)",
             "copy a gradient before storing it, or add out of place (g = g + d): a view from expand or broadcast_to "

@@ -28,7 +28,7 @@ from harness.diagnosis.rule_replay import (backward, close, first_path, forward,
 from harness.ops import OPS
 from harness.program import Outcome, Program, Step
 
-__all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe"]
+__all__ = ["ENGINE", "Finding", "SYMPTOMS", "Refuter", "localise", "cover", "contradicted", "operand_name", "describe", "where_it_differs"]
 
 CONTRADICTING: Final = 25
 """Passing graphs (per op) a finding is checked against: enough to refute a wrong one, bounded in time."""
@@ -190,7 +190,8 @@ def localise(program: Program, got: Any, expected: Outcome) -> list[Finding]:
             if _right_on_its_operands(step, got, expected):
                 return []  # the op computed its result right from operands something else changed
             swapped = _swapped(program, step, got) or _known_wrong_forward(program, step, got)
-            return [swapped or Finding(step.op, None, "wrong_value")]
+            return [swapped or Finding(step.op, None, "wrong_value",
+                                       where_it_differs(got.values[step.name], expected.values[step.name]))]
     targets = _observed_leaves(program, got, expected)
     if all(close(got.grads.get(n), expected.grads[n]) for n in targets):
         # The gradients are right: what failed is a flag, a gradient where none belongs, or a dtype.
@@ -422,3 +423,20 @@ def _factor(c: float) -> str:
     return f"{c:.4g}"
 
 
+def where_it_differs(got: Any, want: Any) -> str:
+    """Where a wrong gradient differs from torch's, for a title that names no rule: how many elements, and the
+    worst of them."""
+    if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor) or want.numel() == 0:
+        return ""
+    got = as_zero_d(got, want)  # one element in size-1 axes where torch's is 0-d is a convention, not the difference
+    if tuple(got.shape) != tuple(want.shape):
+        return f": shape {tuple(got.shape)} where torch's is {tuple(want.shape)}"
+    err = (got.double() - want.double()).abs()
+    bad = (err > 1e-6 * (1 + want.double().abs())) | torch.isnan(err)  # a nan compares false with anything
+    worst = int(torch.argmax(torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err).reshape(-1)))
+    index = [int(i) for i in torch.unravel_index(torch.tensor(worst), tuple(want.shape))] if want.dim() else []
+    if want.numel() == 1:
+        return f": got {float(got.reshape(-1)[0]):.4g}, torch {float(want.reshape(-1)[0]):.4g}"
+    at = f" at {index}" if index else ""
+    return (f": {int(bad.sum())} of {want.numel()} elements differ, the worst{at} "
+            f"(got {float(got.reshape(-1)[worst]):.4g}, torch {float(want.reshape(-1)[worst]):.4g})")

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from harness.concepts import with_explain_line
 from harness.diagnosis.matching import alike
-from harness.diagnosis.symptoms import Finding, cover, describe, operand_name
+from harness.diagnosis.symptoms import Finding, cover, describe, operand_name, where_it_differs
 from harness.ops import OPS
 from harness.report.model import CheckResult
 from harness.report.safety import one_line
@@ -53,8 +53,12 @@ def unexplained(results: Sequence[CheckResult], locate: Callable[[CheckResult], 
     named = {key: [(by_id[c], finding) for c in checks] for key, (finding, checks) in cover(found).items()}
     # One op and operand named in several ways, one of them "wrong in no simple way": a single cause,
     # named as most of its graphs show it (the vague name when as many show each).
-    for key in [k for k in named if k[2] == "wrong_rule"]:
-        same = [k for k in named if k[:2] == key[:2]]
+    # So is one op's wrong forward value, whose detail (where it differs) each graph measures anew.
+    for key in [k for k in named if k[2] in ("wrong_rule", "wrong_value")]:
+        if key not in named:
+            continue  # merged already
+        same = [k for k in named if k[:2] == key[:2]] if key[2] == "wrong_rule" else \
+            [k for k in named if k[:3] == key[:3]]
         winner = max(same, key=lambda k: (len(named[k]), k == key))
         finding = named[winner][0][1]
         for other in same:
@@ -223,24 +227,8 @@ def lone_op(program: Any, obs: Any, expected: Any) -> list[Finding]:
     for slot, arg in enumerate(step.args):
         if isinstance(arg, str) and arg in obs.grads and expected.grads.get(arg) is not None \
                 and not alike(obs.grads.get(arg), expected.grads[arg]):
-            return [Finding(step.op, slot, "wrong_rule", _where_it_differs(obs.grads[arg], expected.grads[arg]))]
+            return [Finding(step.op, slot, "wrong_rule", where_it_differs(obs.grads[arg], expected.grads[arg]))]
     return []
-
-
-def _where_it_differs(got: Any, want: Any) -> str:
-    """Where a wrong gradient differs from torch's, for a title that names no rule: how many elements, and the
-    worst of them."""
-    import torch
-
-    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape) or want.numel() == 0:
-        return ""
-    err = (got.double() - want.double()).abs()
-    bad = (err > 1e-6 * (1 + want.double().abs())) | torch.isnan(err)  # a nan compares false with anything
-    worst = int(torch.argmax(torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err).reshape(-1)))
-    index = [int(i) for i in torch.unravel_index(torch.tensor(worst), tuple(want.shape))] if want.dim() else []
-    at = f" at {index}" if index else ""
-    return (f": {int(bad.sum())} of {want.numel()} elements differ, the worst{at} "
-            f"(got {float(got.reshape(-1)[worst]):.4g}, torch {float(want.reshape(-1)[worst]):.4g})")
 
 
 def first_line(message: str) -> str:

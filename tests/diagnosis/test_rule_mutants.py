@@ -146,12 +146,29 @@ def test_a_mistake_replays_on_a_graph_where_only_some_steps_show_it():
     ("            spread = (g / (k * k)).unsqueeze(-1).expand(*g.shape, k * k)\n"
      "            return (_unwindows(spread, shape, k),)\n", "            return ((g / (k * k)).repeat(1, 1, k, k),)\n",
      ("avg_pool2d", "tiled", "confirmed", "tiled over the input (repeat)")),
-], ids=["relu_sign_of_input", "maximum_same_mask", "batch_norm_unbiased", "pow_from_the_output", "avg_pool2d_tiled"])
+    ("lambda g, s: (g * s[0].sign(),), (out,))", "lambda g, s: (g * s[0],), (out,))",
+     ("relu", "output_as_derivative", "confirmed", "times the op's result")),
+    ("            rule, saved = (lambda g, s: (g * s[1], g * s[0])), (a, b)\n",
+     "            rule, saved = (lambda g, s: (g * s[1], g * s[1] * s[0])), (a, b)\n",
+     ("mul", "scaled_in_place_first")),
+    ("                dx = torch.nn.functional.fold(w_s.reshape(o, -1).T @ g_cols, (h, wd), (kh, kw))\n",
+     "                dx = torch.nn.functional.fold(w_s.flip(2, 3).reshape(o, -1).T @ g_cols, (h, wd), (kh, kw))\n",
+     ("conv2d", "unflipped_kernel", "confirmed", "not rotated by 180 degrees")),
+    ("            routed = torch.zeros(*idx.shape, k * k, dtype=g.dtype).scatter_(-1, idx.unsqueeze(-1), "
+     "g.unsqueeze(-1))\n",
+     "            idx = (idx % k) * k + idx // k\n"
+     "            routed = torch.zeros(*idx.shape, k * k, dtype=g.dtype).scatter_(-1, idx.unsqueeze(-1), "
+     "g.unsqueeze(-1))\n",
+     ("max_pool2d", "window_transposed", "confirmed", "row and column swapped")),
+], ids=["relu_sign_of_input", "maximum_same_mask", "batch_norm_unbiased", "pow_from_the_output", "avg_pool2d_tiled",
+        "relu_times_output", "mul_upstream_scaled_in_place", "conv2d_kernel_not_flipped", "max_pool2d_window_transposed"])
 def test_classic_mistakes_of_one_op_are_named(launcher, tmp_path, right, wrong, expected):
     """relu's mask taken as sign(x); maximum's second operand routed with the first one's mask; batch_norm
     normalizing with torch.var's default (N - 1) variance; x ** p's derivative as p * y / x (nan where x is 0);
-    avg_pool2d's gradient tiled with repeat instead of spread over each window, named as such and confirmed,
-    not "in no simple relation". ``expected``: op and symptom, then the confidence and words of the title
+    avg_pool2d's gradient tiled with repeat instead of spread over each window; relu's gradient times its result;
+    one operand of a * b computed from an upstream the other's line scaled in place; conv2d's input gradient with
+    the kernel not rotated; max_pool2d's maximum decoded with row and column swapped: named as such, not "in no
+    simple relation". ``expected``: op and symptom, then the confidence and words of the title
     where they are held too."""
     from harness.diagnosis.mutants import reference_source
 

@@ -135,7 +135,7 @@ def test_an_exception_whose_words_read_like_a_hang_is_still_an_exception(tmp_pat
 
 
 def test_a_nan_gradient_counts_as_an_element_that_differs():
-    from harness.diagnosis.unexplained import _where_it_differs
+    from harness.diagnosis.symptoms import where_it_differs as _where_it_differs
 
     got = torch.tensor([[float("nan"), 2.0], [3.0, 4.0]], dtype=torch.float64)
     want = torch.tensor([[0.0, 2.0], [3.0, 5.0]], dtype=torch.float64)
