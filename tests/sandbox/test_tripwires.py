@@ -89,3 +89,32 @@ def test_the_census_of_tracked_tensors_counts_disguised_ones_and_ignores_a_repla
     monkeypatch.setattr(itertools, "compress", lambda data, selectors: iter(()))
     assert autograd_tensors() == counted
     del disguised, plain
+
+
+PLANNED = """
+import sys, types
+from harness.sandbox.worker import patch_snapshot, evaluator
+patch_snapshot.prepare()  # as the template does, before any worker exists
+snapshot = patch_snapshot.Snapshot()
+assert snapshot.changed() == []
+evaluator.Evaluator.do_run = lambda self, request: {}
+import gc
+gc.freeze = lambda: None
+late = types.ModuleType("harness.late_module")  # a grader module the worker imports after the plan
+late.helper = lambda: 1
+sys.modules["harness.late_module"] = late
+later = patch_snapshot.Snapshot()
+late.helper = lambda: 2
+print(sorted(snapshot.changed()), later.changed())
+"""
+
+
+def test_a_snapshot_planned_in_the_template_still_sees_every_replacement():
+    """The template works out which members to watch once; each worker takes their identities. A replaced
+    method, a replaced gc.freeze, and a grader module imported after the plan are all still seen."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PLANNED], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == ("['gc.freeze', 'harness.sandbox.worker.evaluator.Evaluator.do_run'] "
+                                   "['harness.late_module.helper']"), done.stdout

@@ -54,6 +54,9 @@ def main(fd: int, many: bool = False) -> None:
         # Submissions work on tiny tensors; one thread each keeps workers from fighting over cores.
         torch.set_num_threads(1)
         from harness.sandbox.worker import evaluator  # noqa: F401  -- imported once, inherited by every worker
+        from harness.sandbox.worker import patch_snapshot
+
+        patch_snapshot.prepare()
     if many:  # about half a second of a core, meanwhile; then 8 ms less for every zygote and worker
         huge_pages.collapse_meanwhile()
     _linux.harden(_linux.PR_SET_DUMPABLE, 0)

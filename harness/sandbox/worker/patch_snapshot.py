@@ -8,7 +8,7 @@ import sys
 import types
 from typing import Any, Final
 
-__all__ = ["Snapshot"]
+__all__ = ["Snapshot", "prepare"]
 
 _WATCHED_MODULES: Final = ("torch.autograd", "torch.autograd.graph", "torch.autograd.variable", "torch.overrides",
                            "gc", "threading", "_thread")
@@ -36,6 +36,15 @@ class Snapshot:
     def __init__(self) -> None:
         self.parts: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]] = []
         self.modules: dict[str, Any] = {}
+        if _PLAN:
+            # Which members to watch was worked out in the template; their identities are taken now.
+            self.parts = [(label, owner, keys, tuple(_MAP(vars(owner).get, keys))) for label, owner, keys in _PLAN]
+            self.modules = {name: module for name, module in _PLANNED.items() if sys.modules.get(name) is module}
+            for module_name in _grader_modules():
+                if module_name not in _PLANNED and sys.modules.get(module_name) is not None:
+                    self.modules[module_name] = sys.modules[module_name]
+                    self._add(module_name, sys.modules[module_name], None)
+            return
         for module_name in (*_grader_modules(), *_WATCHED_MODULES):
             module = sys.modules.get(module_name)
             if module is not None:
@@ -71,6 +80,18 @@ class Snapshot:
             if not _ALL(_MAP(_IS, _MAP(get, keys), objects)):
                 found.extend(f"{label}.{key}" for key, obj in zip(keys, objects) if get(key) is not obj)
         return found
+
+
+_PLAN: Final[list[tuple[str, Any, tuple[str, ...]]]] = []
+_PLANNED: Final[dict[str, Any]] = {}
+
+
+def prepare() -> None:
+    """Work out once, in the template, which members each part watches: a dozen workers per grade then only
+    take their identities (about 3 ms less each). A module imported later is still watched, in full."""
+    snapshot = Snapshot()
+    _PLAN[:] = [(label, owner, keys) for label, owner, keys, _ in snapshot.parts]
+    _PLANNED.update(snapshot.modules)
 
 
 _IS, _MAP, _ALL = operator.is_, map, all
