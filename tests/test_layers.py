@@ -184,6 +184,8 @@ TORCH_AT_IMPORT: dict[str, str] = {
     "harness.diagnosis.matching": "replays the catalogue's mutant rules on torch tensors; imported only to diagnose",
     "harness.diagnosis.symptoms": "measures factors and sizes of gradients on torch tensors; imported only to diagnose",
     "harness.diagnosis.rule_replay": "mutates op rules and replays backward on torch tensors; imported only to diagnose",
+    "harness.diagnosis.whole_rules": "the wrong rules a whole op's backward is written with, on torch tensors; imported "
+                                     "only to diagnose (by rule_replay)",
 }
 """The only modules (or packages) that import torch when they are imported, and why. Anywhere else torch is
 imported inside the function that grades, or named lazily."""

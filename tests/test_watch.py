@@ -131,7 +131,7 @@ def test_watch_and_batch_sandboxes_get_a_plain_grades_limits(monkeypatch):
     asked = []
 
     class _Recording(_Launcher):
-        def __init__(self, *args) -> None:
+        def __init__(self, *args, **kwargs) -> None:
             super().__init__()
 
         def sandbox(self, limits):
