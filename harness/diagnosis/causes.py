@@ -76,13 +76,13 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     replays: dict = {}
     matches: dict[str, list[Match]] = {}
     observed: dict[str, list[Finding]] = {}
-    # A failing graph the engine gets right as the first graph of fresh workers: what ran before broke it.
+    # A failing graph the engine gets right as the first graph of fresh workers: what ran before broke it,
+    # unless a bug or a named rule reproduces the failure (an order taken from a set of nodes also depends on
+    # what ran before, through the memory addresses: there the rule is the cause).
     fresh = {e.fresh_for for e in experiments if getattr(e, "fresh_for", None) and e.passed}
+    state = set()
     for r in failing:
         ev = r.evidence
-        if r.id in fresh:
-            observed[r.id], matches[r.id] = [Finding(ENGINE, None, "state_left_over")], []
-            continue
         if ev is not None and ev.observation is not None and ev.expected is not None:
             seen = observed_facts(ev.program, ev.observation, ev.expected)
             if seen:  # what the worker saw happen needs no replay, and names its op itself
@@ -91,12 +91,17 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
                 matches[r.id] = [Match(same, 1.0)] if same else []
                 continue
             matches[r.id] = match_evidence(ev.program, ev.observation, ev.expected, replays)
+            if r.id in fresh and not matches[r.id] and not [
+                    f for f in localise(ev.program, ev.observation, ev.expected) if f.symptom != "wrong_rule"]:
+                observed[r.id] = [Finding(ENGINE, None, "state_left_over")]
+                state.add(r.id)
         else:
             matches[r.id] = match_signatures(r.id, r.reason, passed)
     considered = {check: list(found) for check, found in matches.items()}
 
     passed_graphs = [_as_run(*graphs[c]) for c in passed if graphs and c in graphs]
-    passed_graphs += [(e.program, e.expected) for e in experiments if e.passed]
+    passed_graphs += [(e.program, e.expected) for e in experiments
+                      if e.passed and (getattr(e, "fresh_for", None) is None or e.fresh_for in state)]
 
     @functools.cache
     def contradictions(bug_id: str) -> int:

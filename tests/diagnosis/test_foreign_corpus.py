@@ -33,8 +33,10 @@ OP_NAMES = {"index": r"embedding|\[ids\]", "cross_entropy": r"cross.entropy", "m
             "sum": r"\bsum\b", "div": r"`a / b`|\bdiv", "pow": r"\*\*|\bpow", "relu": r"relu", "mean": r"\bmean"}
 """How a title names each op (a catalogued bug's title names its op in words)."""
 RUN_SNIPPETS = Path(__file__).resolve().parent / "data" / "run_snippets.py"
-REACHED = {"tuning": 52, "holdout": 12}
-"""Engines whose first cause names the real bug, of 55 and 24: the figures reached (the goal is 90% of each,
+REACHED = {"tuning": 51, "holdout": 12}
+"""Engines whose first cause names the real bug, of 55 and 24: the figures reached (52 tuning, less one: whether
+blind_e/side_table's stale table entries show on the graph the state experiment reruns depends on which ids Python
+reuses, so its first cause is the state in most grades, not all) (the goal is 90% of each,
 ``benchmarks/fix_first_accuracy.py`` prints where it stands); a fall below them fails."""
 ALSO_REAL = {
     "public2/JhihYangWu_minigrad.py": "relu's backward multiplies by x >= 0: gradient 1 at zero, where torch "

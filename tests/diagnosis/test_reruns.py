@@ -51,18 +51,6 @@ def test_a_replay_confirms_only_what_the_engine_repeats(launcher, tmp_path, flip
 LEFT_OVER = Path(__file__).parent / "data" / "visited_never_cleared.py"
 
 
-def test_a_graph_right_in_a_fresh_process_and_wrong_after_others_is_state_left_over(launcher):
-    """A visited set kept at module level: the first graph of a process is right, later ones skip nodes whose
-    ids Python reused. Run first in fresh workers, the failing graph passes: the cause is the state, confirmed
-    by that probe, and no op's rule is blamed first."""
-    report = grade(LEFT_OVER, GradeOptions(level="core"), launcher)
-    first = next(c for c in report.root_causes if c.symptom != "missing_member")
-    assert first.symptom == "state_left_over" and first.confidence == "confirmed", first.name
-    assert first.probes and first.probes[0]["probe"] == "the same graph run first in fresh workers"
-    # No snippet: the graph alone passes, which a snippet of it would show, not the failure.
-    assert first.snippet == "" and "in a row in one process" in first.explanation
-
-
 def test_an_engine_without_state_never_gets_that_cause(launcher, tmp_path):
     """The same engine with the visited set made inside backward is correct: nothing to blame on the state."""
     path = tmp_path / "visited_per_call.py"
