@@ -139,13 +139,21 @@ def _first_wrong(failing: Iterable[Any]) -> tuple[str, Any] | None:
     """(check id, evidence) of the first failure (in the order given: core first) whose engine gave wrong values
     or gradients without raising, on a graph small enough to run again."""
     for r in failing:
-        ev = getattr(r, "evidence", None)
-        obs = getattr(ev, "observation", None)
-        if obs is None or obs.error is not None or ev.expected is None or len(ev.program.steps) > AGAIN_STEPS:
-            continue
-        if judge(ev.program, obs, ev.expected, JUDGED) is not None:
+        ev = _rerunnable(r)
+        if ev is not None and ev.expected is not None and judge(ev.program, ev.observation, ev.expected,
+                                                                JUDGED) is not None:
             return r.id, ev
     return None
+
+
+def _rerunnable(r: Any) -> Any:
+    """A failing result's evidence when its engine answered without raising, on a graph small enough to run
+    again; None otherwise."""
+    ev = getattr(r, "evidence", None)
+    obs = getattr(ev, "observation", None)
+    if obs is None or obs.error is not None or len(ev.program.steps) > AGAIN_STEPS:
+        return None
+    return ev
 
 
 def _run_fresh(ctx: Context, check: str, ev: Any) -> list[Experiment]:
@@ -168,9 +176,8 @@ def _run_again(failing: Iterable[Any]) -> list[tuple[str, Any]]:
     order), then the smallest."""
     candidates = []
     for r in failing:
-        ev = getattr(r, "evidence", None)
-        obs = getattr(ev, "observation", None)
-        if obs is None or obs.error is not None or not obs.grads or len(ev.program.steps) > AGAIN_STEPS:
+        ev = _rerunnable(r)
+        if ev is None or not ev.observation.grads:
             continue
         candidates.append((-len({s.op for s in ev.program.steps}), len(ev.program.steps), r.id, ev))
     return [(check, ev) for _, _, check, ev in sorted(candidates, key=lambda c: c[:3])[:AGAIN]]

@@ -18,7 +18,6 @@ from typing import Any, Callable, Final, Mapping, Sequence
 from harness.checks.context import scalar_root
 from harness.diagnosis.catalogue import BUGS, bug
 from harness.diagnosis.confidence import confidence
-from harness.diagnosis.symptom_texts import SYMPTOMS
 from harness.diagnosis.observed import observed_facts
 from harness.diagnosis.symptoms import (ENGINE, Finding, Refuter, contradicted, explains_composed, localise)
 from harness.diagnosis.matching import Match, fails, match_evidence, match_signatures, match_violations
@@ -211,8 +210,7 @@ def _state_first(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for cause in causes:
         # Any graph's failure may need what ran before it: a snippet of it alone need not fail.
         cause["snippet"] = ""
-    state["explanation"] = (f"{SYMPTOMS['state_left_over'].says[0].upper()}{SYMPTOMS['state_left_over'].says[1:]}. "
-                            f"Run first in fresh workers, the failing graph comes out right every time, so no op's "
+    state["explanation"] = (f"{state['name']}. Run first in fresh workers, the failing graph comes out right every time, so no op's "
                             f"rule is wrong on it: something one backward() leaves behind changes the next. To see it, run "
                             f"backward on a few graphs in a row in one process and compare each with torch.")
     return [c for c in causes if c not in joined]
