@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from harness.checks.context import Context, Failed, Observation, Shared
-from harness.checks.targeted import backward_is_linear
+from harness.checks.targeted import backward_is_linear, deep_graph
 from harness.checks.timing import GROWTH_WIDTHS, SUPERLINEAR_EXPONENT, Growth, every_path, measure_growth, wide_graph
 from harness.sandbox.launch import Sandbox
 
@@ -175,5 +175,18 @@ def test_an_engine_that_walks_every_path_fails_order_every_time(sandbox):
         for _ in range(3):
             with pytest.raises(Failed, match="walks every path through the graph"):
                 every_path(_fresh(ctx), timeout=1.0)
+    finally:
+        ctx.retire()
+
+
+# ---- the deep chain -------------------------------------------------------------------------
+
+
+def test_the_deep_chain_is_built_with_the_collector_paused(sandbox):
+    """Its hundreds of thousands of objects are no garbage yet: collections meanwhile would cost a third of
+    the forward pass and find nothing (the engine raises if one could have run)."""
+    ctx = _fresh(_context(sandbox, ROOT / "checks" / "data" / "notes_collector.py"))
+    try:
+        deep_graph(ctx)  # raises Failed or CandidateError when the probe's backward raised
     finally:
         ctx.retire()
