@@ -109,6 +109,9 @@ class Shared:
         """When the scan found a violation: every worker records which of the submission's functions run."""
         self.ran: set[tuple[str, int]] = set()
         """The submission's functions that ran, as ``(name, first line)``: evidence of use for the scan."""
+        self.features_known = False
+        """Whether a worker's hello has told which features work: later workers skip the forward passes that
+        find out (they run the submission's ops: a fresh worker runs its first graph first, and sooner)."""
 
     def why_skip(self) -> str | None:
         if time.perf_counter() > self.deadline:
@@ -227,13 +230,15 @@ class Context:
             if self._worker is not None:
                 self.shared.retired(self._worker)
             try:
-                self._worker = self.sandbox.spawn(self.path, self.class_name)
+                self._worker = self.sandbox.spawn(self.path, self.class_name, probe=not self.shared.features_known)
             except WorkerTimeout as exc:
                 raise CandidateTimeout(str(exc)) from None
             except WorkerDied as exc:
                 raise CandidateError(str(exc)) from None
             hello = self._worker.hello
             self._add_evidence(hello)
+            if "features" in hello:
+                self.shared.features_known = True
             if hello.get("kind") == "import_error":
                 raise CandidateError(f"importing the submission raised {describe_error(hello['error'])}")
             if self.shared.trace_calls:

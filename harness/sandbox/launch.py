@@ -316,8 +316,9 @@ class Sandbox:
             raise WorkerDied("the submission's sandbox stopped answering")
         return reply
 
-    def spawn(self, path: Path, class_name: str = "Tensor") -> Worker:
-        """Fork a worker and wait until it has imported the submission.
+    def spawn(self, path: Path, class_name: str = "Tensor", *, probe: bool = True) -> Worker:
+        """Fork a worker and wait until it has imported the submission; ``probe``: its hello also tries the
+        features that need the submission's ops to run (broadcasting, number operands).
 
         Raises WorkerDied or WorkerTimeout when the import itself fails that way;
         an exception raised by the submission's code comes back in the hello.
@@ -329,7 +330,8 @@ class Sandbox:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            reply = self._order({"op": "spawn", "module": module, "source": source, "class_name": class_name},
+            reply = self._order({"op": "spawn", "module": module, "source": source, "class_name": class_name,
+                                 "probe": probe},
                                 [theirs.fileno(), out_w, err_w])
         except BaseException:
             for fd in (out_r, err_r):

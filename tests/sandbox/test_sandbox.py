@@ -70,6 +70,19 @@ def test_a_worker_imports_the_submission_and_reports_its_members(sandbox, tmp_pa
     assert worker.hello["members"] == ["relu"]
 
 
+def test_only_a_worker_asked_to_probe_runs_the_submissions_ops_before_its_first_request(sandbox, tmp_path):
+    """The first worker finds out which features work by running a few ops; the others only import, so a
+    graph sent to a fresh worker is the first thing its ops do."""
+    path = _write(tmp_path, "def _add(self, other):\n    print('ran an op')\n    return self\n"
+                            "Tensor.__add__ = Tensor.__mul__ = _add\n")
+    first, later = sandbox.spawn(path), sandbox.spawn(path, probe=False)
+    assert "broadcast_forward" in first.hello["features"] and "features" not in later.hello
+    assert later.hello["members"] == first.hello["members"] == ["__add__", "__mul__"]
+    for worker in (first, later):
+        worker.kill()
+    assert "ran an op" in first.output()["stdout"] and later.output()["stdout"] == ""
+
+
 def test_an_exception_at_import_comes_back_as_a_message(sandbox, tmp_path):
     worker = sandbox.spawn(_write(tmp_path, "raise SystemExit(0)\n"))
     assert worker.hello["kind"] == "import_error"

@@ -168,7 +168,8 @@ def _become_worker(number: int, order: dict[str, Any], fds: list[int], limits: d
         random.seed()
         from harness.sandbox.worker import evaluator
 
-        evaluator.serve(socket.socket(fileno=_WORKER_SOCKET), module_path, order["class_name"])
+        evaluator.serve(socket.socket(fileno=_WORKER_SOCKET), module_path, order["class_name"],
+                        probe=order.get("probe") is not False)
         code = 0
     except BaseException as exc:  # the grader reports the worker's end as a crash; this says why
         try:

@@ -81,6 +81,8 @@ class Evaluator:
         members = sorted({spec.member for spec in OPS.values()} | {"backward", "__radd__", "__rmul__",
                                                                    "__rsub__", "__rtruediv__"})
         present = [m for m in members if has_member(cls, m)]
+        if request.get("probe") is False:
+            return {"has_class": True, "members": present}
         features: dict[str, Any] = {"no_grad": callable(getattr(self.module, "no_grad", None))}
         try:
             features["backward_takes_grad"] = len(inspect.signature(cls.backward).parameters) >= 2
@@ -450,8 +452,9 @@ def load_submission(path: str, module_name: str) -> Any:
     return module
 
 
-def serve(sock: socket.socket, path: str, class_name: str) -> None:
-    """Import the submission, say hello, then answer requests until the parent hangs up."""
+def serve(sock: socket.socket, path: str, class_name: str, probe: bool = True) -> None:
+    """Import the submission, say hello (``probe``: with the features only its ops can show), then answer
+    requests until the parent hangs up."""
     SUBMISSION_FILE[:] = [path]
     module_name = os.path.splitext(os.path.basename(path))[0] or "submission"
     if not module_name.isidentifier() or module_name in sys.modules:
@@ -476,7 +479,7 @@ def serve(sock: socket.socket, path: str, class_name: str) -> None:
         send(sock, {**report({"kind": "import_error", "error": facts_of("import", exc)}), "graph_nodes": nodes() - start})
         return
     evaluator = make_evaluator(module, class_name, tripwires)
-    hello = {"kind": "ready", **evaluator.do_hello({})}
+    hello = {"kind": "ready", **evaluator.do_hello({"probe": probe})}
     after_request()  # integrity: what the import left behind
     send(sock, {**report(hello), "graph_nodes": nodes() - start})
     while True:
