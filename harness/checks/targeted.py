@@ -37,7 +37,7 @@ _SYMMETRIC = _t([[1.0, 2.0, -1.0], [2.0, 3.0, 0.5], [-1.0, 0.5, 2.0]])  # a flip
 # ---- core --------------------------------------------------------------------------
 
 
-@check("core.requires_grad", "core", "requires_grad", requires=CORE_MEMBERS)
+@check("core.requires_grad", "core", "requires_grad", requires=CORE_MEMBERS, isolated=False)
 def requires_grad_propagates(ctx: Context) -> None:
     """A result requires grad exactly when one of its inputs does.
 
@@ -50,7 +50,7 @@ def requires_grad_propagates(ctx: Context) -> None:
     ctx.expect(p, parts=("error", "requires_grad"))
 
 
-@check("core.grad_none", "core", "requires_grad", requires=CORE_MEMBERS)
+@check("core.grad_none", "core", "requires_grad", requires=CORE_MEMBERS, isolated=False)
 def grad_stays_none(ctx: Context) -> None:
     """A tensor that does not require grad keeps grad None after backward.
 
@@ -63,7 +63,7 @@ def grad_stays_none(ctx: Context) -> None:
     ctx.expect(p, parts=("error", "none"))
 
 
-@check("core.grad_types", "core", "shapes", requires=CORE_MEMBERS)
+@check("core.grad_types", "core", "shapes", requires=CORE_MEMBERS, isolated=False)
 def grads_have_shapes(ctx: Context) -> None:
     """Every gradient is a plain torch tensor with its own tensor's shape, and floating point for float data.
 
@@ -84,7 +84,7 @@ def grads_have_shapes(ctx: Context) -> None:
     ctx.expect(single, parts=parts)
 
 
-@check("core.conventions", "core", "conventions", requires=CORE_MEMBERS)
+@check("core.conventions", "core", "conventions", requires=CORE_MEMBERS, isolated=False)
 def torch_conventions(ctx: Context) -> None:
     """Results follow torch's conventions: sum is 0-d, float64 stays float64, any one-element output backpropagates.
 
@@ -157,7 +157,7 @@ def _run_plain(ctx: Context, program: Program, allow_error: bool = False) -> Obs
     return obs
 
 
-@check("core.accumulation", "core", "accumulation", requires=CORE_MEMBERS)
+@check("core.accumulation", "core", "accumulation", requires=CORE_MEMBERS, isolated=False)
 def reuse_accumulates(ctx: Context) -> None:
     """A tensor used several times gets the sum of all its gradient contributions.
 
@@ -279,7 +279,8 @@ def inputs_unchanged(ctx: Context) -> None:
 # ---- follow-ups ----------------------------------------------------------------------
 
 
-@check("followups.broadcasting", "followups", "broadcasting", requires=CORE_MEMBERS | {"feature:broadcasting"})
+@check("followups.broadcasting", "followups", "broadcasting", requires=CORE_MEMBERS | {"feature:broadcasting"},
+       isolated=False)
 def broadcasting(ctx: Context) -> None:
     """+ and * broadcast, and each operand's gradient is summed back to its own shape.
 
@@ -300,7 +301,7 @@ def broadcasting(ctx: Context) -> None:
         ctx.expect(p)
 
 
-@check("followups.upstream", "followups", "upstream", requires=CORE_MEMBERS | {"feature:upstream"})
+@check("followups.upstream", "followups", "upstream", requires=CORE_MEMBERS | {"feature:upstream"}, isolated=False)
 def upstream_gradient(ctx: Context) -> None:
     """backward(grad) on a non-scalar output uses the given upstream gradient.
 
@@ -312,7 +313,7 @@ def upstream_gradient(ctx: Context) -> None:
     ctx.expect(p)
 
 
-@check("followups.passes", "followups", "accumulation", requires=CORE_MEMBERS | {"feature:passes"})
+@check("followups.passes", "followups", "accumulation", requires=CORE_MEMBERS | {"feature:passes"}, isolated=False)
 def accumulation_across_passes(ctx: Context) -> None:
     """Two forward passes and two backward() calls add up in the leaves' grads, as in PyTorch.
 
@@ -411,7 +412,7 @@ def memory_release(ctx: Context) -> None:
                      "output keeps the whole graph (and its saved tensors) in memory", reason="graph_alive")
 
 
-@check("followups.cross_entropy", "followups", "numerics", requires=CORE_MEMBERS | {"cross_entropy"})
+@check("followups.cross_entropy", "followups", "numerics", requires=CORE_MEMBERS | {"cross_entropy"}, isolated=False)
 def cross_entropy(ctx: Context) -> None:
     """cross_entropy(target) matches torch, and stays finite for logits of magnitude 1e4.
 
@@ -428,7 +429,7 @@ def cross_entropy(ctx: Context) -> None:
 # ---- extensions ------------------------------------------------------------------------
 
 
-@check("extensions.numbers", "extensions", "ops", requires=CORE_MEMBERS | {"feature:numbers"})
+@check("extensions.numbers", "extensions", "ops", requires=CORE_MEMBERS | {"feature:numbers"}, isolated=False)
 def number_operands(ctx: Context) -> None:
     """Python numbers work as operands: 2 * a, a + 1, and the like.
 

@@ -83,7 +83,7 @@ def _judge_ties(ctx: Context, program: Program, groups: list[list[tuple[str, int
             Evidence(program, obs, expected))
 
 
-@check("extensions.ties.maximum", "extensions", "routing", requires=CORE_MEMBERS | {"maximum"})
+@check("extensions.ties.maximum", "extensions", "routing", requires=CORE_MEMBERS | {"maximum"}, isolated=False)
 def maximum_ties(ctx: Context) -> None:
     """maximum at a tie: the gradient goes to one side or is split, exactly once.
 
@@ -97,7 +97,7 @@ def maximum_ties(ctx: Context) -> None:
     _judge_ties(ctx, p, _tied_groups_maximum(a, b))
 
 
-@check("extensions.ties.max_pool2d", "extensions", "routing", requires=CORE_MEMBERS | {"max_pool2d"})
+@check("extensions.ties.max_pool2d", "extensions", "routing", requires=CORE_MEMBERS | {"max_pool2d"}, isolated=False)
 def max_pool_ties(ctx: Context) -> None:
     """max_pool2d with a tied maximum: the window's gradient goes to one of them or is split, exactly once.
 
