@@ -75,9 +75,11 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
     replays: dict = {}
     matches: dict[str, list[Match]] = {}
     observed: dict[str, list[Finding]] = {}
-    # A failing graph the engine gets right as the first graph of fresh workers: what ran before broke it,
-    # unless a bug or a named rule reproduces the failure (an order taken from a set of nodes also depends on
-    # what ran before, through the memory addresses: there the rule is the cause).
+    # A failing graph the engine gets right as the first graph of fresh workers: what ran before broke it.
+    # A rule that scales one op's gradient cannot do that (it fails the graph wherever it runs), but a bug
+    # whose effect depends on the order contributions arrive in may: an order taken from a set of nodes also
+    # depends on what ran before, through the memory addresses, and then the bug that order exposes (an
+    # overwrite, say) reproduces the failure and is the cause.
     fresh = {e.fresh_for for e in experiments if getattr(e, "fresh_for", None) and e.passed}
     state = set()
     for r in failing:
@@ -90,8 +92,7 @@ def diagnose(results: Sequence[CheckResult], violations: Sequence[str] = (),
                 matches[r.id] = [Match(same, 1.0)] if same else []
                 continue
             matches[r.id] = match_evidence(ev.program, ev.observation, ev.expected, replays)
-            if r.id in fresh and not matches[r.id] and not [
-                    f for f in localise(ev.program, ev.observation, ev.expected) if f.symptom != "wrong_rule"]:
+            if r.id in fresh and not matches[r.id] and not _order_findings(ev):
                 observed[r.id] = [Finding(ENGINE, None, "state_left_over")]
                 state.add(r.id)
         else:
@@ -214,6 +215,19 @@ def _state_first(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                             f"rule is wrong on it: something one backward() leaves behind changes the next. To see it, run "
                             f"backward on a few graphs in a row in one process and compare each with torch.")
     return [c for c in causes if c not in joined]
+
+
+_ORDER_BLIND: Final = frozenset({"wrong_rule", "scaled"})
+"""Findings whose wrong gradient is the same in whatever order the contributions arrive: not what a fresh run can hide."""
+
+
+def _order_findings(ev: Any) -> list[Finding]:
+    """The rule mutations reproducing ``ev`` whose effect depends on the order contributions arrive in; a
+    localisation that cannot run on the graph counts as one (the state is claimed only when nothing else can be)."""
+    try:
+        return [f for f in localise(ev.program, ev.observation, ev.expected) if f.symptom not in _ORDER_BLIND]
+    except Exception:  # noqa: BLE001 -- naming is a bonus; a claim needs every rival ruled out
+        return [Finding(ENGINE, None, "wrong_rule")]
 
 
 def _secondary(cause: dict[str, Any]) -> bool:

@@ -124,6 +124,14 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
     Symptom("window_transposed", "the gradient of {b} goes to the window's maximum with its row and column swapped",
             "a flat index i into a k x k window is row i // k and column i % k: check how the position of the "
             "maximum is decoded", concept="routing"),
+    Symptom("window_layout_kept", "the gradient of {b} is built window by window and reshaped back without undoing "
+            "the permute that cut the windows out, so each window's values land in the wrong pixels",
+            "cutting (N, C, H, W) into windows takes reshape(N, C, H/k, k, W/k, k) and a permute of the two middle "
+            "axes: the gradient needs the same permute again before its reshape to (N, C, H, W)", concept="routing"),
+    Symptom("avg_window_layout_kept", "the gradient of {b} is built window by window and reshaped back without "
+            "undoing the permute that cut the windows out, so each window's share lands in the wrong pixels",
+            "cutting (N, C, H, W) into windows takes reshape(N, C, H/k, k, W/k, k) and a permute of the two middle "
+            "axes: the gradient needs the same permute again before its reshape to (N, C, H, W)"),
     Symptom("tiled", "the gradient of {b} is tiled over the input (repeat) instead of spread over each window",
             "each output value's gradient belongs to its own k x k window: repeat_interleave along both spatial "
             "axes (or index the windows), not repeat, which copies the whole map side by side"),

@@ -126,6 +126,33 @@ def _window_transposed(operands: list, y: torch.Tensor, g: torch.Tensor, params:
     return routed.reshape(n, c, h // k, w // k, k, k).permute(0, 1, 2, 4, 3, 5).reshape(n, c, h, w)
 
 
+def _window_layout_kept(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+                        slot: int = 0) -> torch.Tensor:
+    """A pooling gradient built window by window, (N, C, H/k, W/k, k, k), and reshaped straight to the input's
+    shape without the inverse of the permute that cut the windows out: each window's values land in the wrong
+    pixels."""
+    x, k = operands[0], int(params.get("k", 2))
+    n, c, h, w = x.shape
+    if h % k or w % k:
+        raise ValueError("windows that do not tile the input")
+    windows = x.reshape(n, c, h // k, k, w // k, k).permute(0, 1, 2, 4, 3, 5)  # (N, C, H/k, W/k, k, k)
+    if params.get("mode") == "avg":
+        routed = (g / (k * k))[..., None, None].expand(windows.shape)
+    else:
+        flat = windows.reshape(n, c, h // k, w // k, k * k)
+        routed = torch.zeros_like(flat).scatter(-1, flat.argmax(dim=-1, keepdim=True), g.unsqueeze(-1))
+        routed = routed.reshape(windows.shape)
+    wrong = routed.reshape(n, c, h, w)
+    if torch.equal(wrong, routed.permute(0, 1, 2, 4, 3, 5).reshape(n, c, h, w)):
+        raise Unchanged("one window across: the layouts agree")
+    return wrong
+
+
+def _avg_window_layout_kept(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+                            slot: int = 0) -> torch.Tensor:
+    return _window_layout_kept(operands, y, g, {**params, "mode": "avg"}, slot)
+
+
 WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
     "stats_constant": _stats_constant,
     "no_onehot": _no_onehot,
@@ -137,11 +164,15 @@ WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
     "scaled_in_place_first": _scaled_in_place_first,
     "unflipped_kernel": _unflipped_kernel,
     "window_transposed": _window_transposed,
+    "window_layout_kept": _window_layout_kept,
+    "avg_window_layout_kept": _avg_window_layout_kept,
 }
 """Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
 WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",),
-                                                   "avg_pool2d": ("tiled",), "pow": ("output_over_input",),
+                                                   "avg_pool2d": ("tiled", "avg_window_layout_kept"),
+                                                   "pow": ("output_over_input",),
                                                    "relu": ("sign_mask", "output_as_derivative"),
                                                    "tanh": ("output_as_derivative",),
                                                    "maximum": ("other_mask",), "mul": ("scaled_in_place_first",),
-                                                   "conv2d": ("unflipped_kernel",), "max_pool2d": ("window_transposed",)}
+                                                   "conv2d": ("unflipped_kernel",),
+                                                   "max_pool2d": ("window_transposed", "window_layout_kept")}
