@@ -96,9 +96,10 @@ def _failing(report) -> list[str]:
 def test_no_engine_crashes_the_grader_or_its_diagnosis(reports):
     # An integrity violation is a verdict, not a crash: one held-out engine calls torch.nn.grad's conv2d formulas
     # for its conv2d backward, which the README's rules make torch's autograd.
-    broken = [name for name, r in reports.items() if r.status not in ("graded", "integrity_violation")
-              or r.diagnosis_error]
-    assert not broken, [n if n not in HOLDOUT else "(held out)" for n in broken]
+    # Named only where tuned: pytest prints the asserted list itself when it fails.
+    broken = [name if name not in HOLDOUT else "(held out)" for name, r in reports.items()
+              if r.status not in ("graded", "integrity_violation") or r.diagnosis_error]
+    assert not broken, broken
     for report in reports.values():
         for fmt in FORMATS:
             assert render(report, fmt)
@@ -113,8 +114,8 @@ def test_the_correct_engines_fail_no_check(reports):
     whose absence would make it "not attempted")."""
     failing = {name: [c for c in _failing(reports[name]) if not isinstance(key, dict) or c not in key.get("unattempted", ())]
                for name, key in KEYS["keys"].items() if _correct(key)}
-    assert not [n for n, f in failing.items() if f], {n if n not in HOLDOUT else "(held out)": f
-                                                      for n, f in failing.items() if f and n not in HOLDOUT}
+    failed = {n if n not in HOLDOUT else "(held out)": f if n not in HOLDOUT else len(f) for n, f in failing.items() if f}
+    assert not failed, failed
 
 
 @pytest.mark.parametrize("part", ["tuning", "holdout"])
@@ -129,7 +130,10 @@ def test_a_wrong_first_cause_is_never_confirmed(reports):
     wrong = [name for name, key in KEYS["keys"].items()
              if not _correct(key) and not _names_the_bug(reports[name], key)
              and _first(reports[name]) is not None and _first(reports[name]).confidence == "confirmed"]
-    assert not set(wrong) - HOLDOUT - set(ALSO_REAL), sorted(set(wrong) - HOLDOUT)
+    # Computed apart: an assertion on the expression would print the held-out names it subtracts.
+    # A history-bound engine's results do depend on what ran before: the state claim is true of it.
+    unexpected = sorted(set(wrong) - HOLDOUT - set(ALSO_REAL) - set(HISTORY_BOUND))
+    assert not unexpected, unexpected
     held_out = len(set(wrong) & HOLDOUT)  # a count: the assertion must not print which engines
     assert held_out <= HELD_OUT_CONFIRMED, f"{held_out} held-out engines"
 
