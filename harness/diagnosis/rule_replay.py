@@ -245,6 +245,11 @@ def _mutated_local(step: Any, values: dict[str, Any], g: torch.Tensor, slots: li
 def vjp(spec: Any, params: dict[str, Any], operands: list[Any], g: torch.Tensor,
          slots: Sequence[int]) -> dict[int, torch.Tensor | None]:
     inputs = list(operands)
+    if spec.name == "reshape" and 0 in slots and isinstance(operands[0], torch.Tensor) \
+            and g.numel() == operands[0].numel() and tuple(g.shape) != tuple(spec.apply_torch(inputs, params).shape):
+        # A gradient of the wrong shape from a step replayed wrong (an untransposed .T) goes back through
+        # reshape as an engine's rule takes it, g.reshape(input shape), instead of ending the replay.
+        return {i: (g.reshape(operands[0].shape) if i == 0 else None) for i in slots}
     for i in slots:
         inputs[i] = operands[i].detach().requires_grad_(True)
     with torch.enable_grad():

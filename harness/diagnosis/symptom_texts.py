@@ -132,6 +132,10 @@ SYMPTOMS: Final[dict[str, Symptom]] = {s.id: s for s in [
             "undoing the permute that cut the windows out, so each window's share lands in the wrong pixels",
             "cutting (N, C, H, W) into windows takes reshape(N, C, H/k, k, W/k, k) and a permute of the two middle "
             "axes: the gradient needs the same permute again before its reshape to (N, C, H, W)"),
+    Symptom("reshaped_not_transposed", "the gradient of {b} is reshaped to {b}'s shape instead of transposed back: "
+            "the shape fits, the elements land in the wrong places", "a reshape keeps the elements in memory order, "
+            "a transpose swaps rows and columns: .T's backward is g.T, which is never g.reshape(shape) unless the "
+            "gradient is uniform"),
     Symptom("tiled", "the gradient of {b} is tiled over the input (repeat) instead of spread over each window",
             "each output value's gradient belongs to its own k x k window: repeat_interleave along both spatial "
             "axes (or index the windows), not repeat, which copies the whole map side by side"),

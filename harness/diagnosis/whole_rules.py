@@ -148,6 +148,21 @@ def _window_layout_kept(operands: list, y: torch.Tensor, g: torch.Tensor, params
     return wrong
 
 
+def _reshaped_not_transposed(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
+                             slot: int = 0) -> torch.Tensor:
+    """``.T``'s gradient reshaped to the input's shape instead of transposed back: the shape fits, so nothing
+    raises, but the elements land in the wrong places. On a square input a reshape changes nothing, which is the
+    gradient passed through untransposed, a rule of its own ("transposed"): this one applies only where the two
+    differ, so an engine that forgot the transpose is never told it reshaped."""
+    x = operands[0]
+    if x.dim() != 2 or x.shape[0] == x.shape[1]:
+        raise ValueError("a square input: a reshape is no transpose at all")
+    wrong = g.reshape(x.shape)
+    if torch.equal(wrong, g.T):
+        raise Unchanged("a uniform upstream gradient: reshaping and transposing agree")
+    return wrong
+
+
 def _avg_window_layout_kept(operands: list, y: torch.Tensor, g: torch.Tensor, params: dict[str, Any],
                             slot: int = 0) -> torch.Tensor:
     return _window_layout_kept(operands, y, g, {**params, "mode": "avg"}, slot)
@@ -166,6 +181,7 @@ WHOLE_RULE_KINDS: Final[dict[str, Callable[..., torch.Tensor]]] = {
     "window_transposed": _window_transposed,
     "window_layout_kept": _window_layout_kept,
     "avg_window_layout_kept": _avg_window_layout_kept,
+    "reshaped_not_transposed": _reshaped_not_transposed,
 }
 """Wrong rules candidates write for a whole op's backward (not one factor of it): each computes the wrong gradient."""
 WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant",), "cross_entropy": ("no_onehot",),
@@ -175,4 +191,5 @@ WHOLE_RULES: Final[dict[str, tuple[str, ...]]] = {"batch_norm": ("stats_constant
                                                    "tanh": ("output_as_derivative",),
                                                    "maximum": ("other_mask",), "mul": ("scaled_in_place_first",),
                                                    "conv2d": ("unflipped_kernel",),
-                                                   "max_pool2d": ("window_transposed", "window_layout_kept")}
+                                                   "max_pool2d": ("window_transposed", "window_layout_kept"),
+                                                   "transpose": ("reshaped_not_transposed",)}

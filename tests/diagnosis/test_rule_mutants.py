@@ -164,16 +164,23 @@ def test_a_mistake_replays_on_a_graph_where_only_some_steps_show_it():
      ("max_pool2d", "window_layout_kept", "confirmed", "without undoing the permute")),
     ("            return (_unwindows(spread, shape, k),)\n", "            return (spread.reshape(shape),)\n",
      ("avg_pool2d", "avg_window_layout_kept", "confirmed", "without undoing the permute")),
+    ('lambda g, _: (g.T,))', 'lambda g, _: (g.reshape(g.shape[::-1]),))',
+     ("transpose", "reshaped_not_transposed")),
+    # Passed back untransposed: the wrong shape, which a reshape before the .T turns into the right one; the
+    # replay takes it through the reshape as the engine does, and the cause stays "transposed", not "reshaped".
+    ('lambda g, _: (g.T,))', 'lambda g, _: (g,))', ("transpose", "transposed")),
 ], ids=["relu_sign_of_input", "maximum_same_mask", "batch_norm_unbiased", "pow_from_the_output", "avg_pool2d_tiled",
         "relu_times_output", "mul_upstream_scaled_in_place", "conv2d_kernel_not_flipped", "max_pool2d_window_transposed",
-        "max_pool2d_window_layout_kept", "avg_pool2d_window_layout_kept"])
+        "max_pool2d_window_layout_kept", "avg_pool2d_window_layout_kept", "transpose_reshaped",
+        "transpose_untransposed"])
 def test_classic_mistakes_of_one_op_are_named(launcher, tmp_path, right, wrong, expected):
     """relu's mask taken as sign(x); maximum's second operand routed with the first one's mask; batch_norm
     normalizing with torch.var's default (N - 1) variance; x ** p's derivative as p * y / x (nan where x is 0);
     avg_pool2d's gradient tiled with repeat instead of spread over each window; relu's gradient times its result;
     one operand of a * b computed from an upstream the other's line scaled in place; conv2d's input gradient with
     the kernel not rotated; max_pool2d's maximum decoded with row and column swapped; a pooling gradient built
-    window by window and reshaped back without the inverse permute: named as such, not "in no
+    window by window and reshaped back without the inverse permute; .T's gradient reshaped instead of transposed
+    back: named as such, not "in no
     simple relation". ``expected``: op and symptom, then the confidence and words of the title
     where they are held too."""
     from harness.diagnosis.mutants import reference_source
