@@ -286,13 +286,14 @@ class Context:
     # ---- programs ----
 
     def run(self, program: Program, *, timeout: float = 10.0, observe: str = "all", guard: bool = True,
-            timed: bool = False) -> Observation:
+            timed: bool = False, ballast: int = 0) -> Observation:
         """Run ``program`` on the candidate's engine. ``timed`` measures the worker's CPU time from outside
-        (the kernel's count, never a number the worker reports) with its garbage collector paused."""
+        (the kernel's count, never a number the worker reports) with its garbage collector paused. ``ballast``: objects
+        the worker allocates first, which move the addresses the graph's objects get."""
         what = f"running {program.expression()[:80]}" if len(program.steps) <= 20 else \
             f"running a graph of {len(program.steps)} nodes"
         payload = {"kind": "timed_run" if timed else "run", "program": program.to_wire(), "observe": observe,
-                   "guard": guard, **self._variant()}
+                   "guard": guard, **self._variant(), **({"ballast": ballast} if ballast else {})}
         started = time.perf_counter()
         worker = self.worker() if timed else None
         cpu_before = worker.cpu_seconds() if worker is not None else None

@@ -113,6 +113,9 @@ class Evaluator:
         """Run a graph program: forward, backward (once or twice), then report everything seen."""
         wire = request["program"]
         steps = wire_steps(wire)  # written out, or a timing graph's description (graph_shapes)
+        # Objects allocated first, alive until the reply, move every address the graph's objects get: an
+        # engine whose order comes from a set of nodes (hashed by address) then walks it in another order.
+        _ballast = [_Ballast() for _ in range(max(0, min(int(request.get("ballast", 0)), 100_000)))]
         guard = bool(request.get("guard", True))
         observe_all = request.get("observe", "all") == "all"
         leaves: dict[str, Any] = {}
@@ -440,6 +443,13 @@ def _what(value: Any) -> str:
 
 
 # ---- process entry ----------------------------------------------------------------
+
+
+class _Ballast:
+    """An object the size of a small instance with a ``__dict__``, as most engines' nodes are."""
+
+    def __init__(self) -> None:
+        self.value = None
 
 
 def load_submission(path: str, module_name: str) -> Any:
