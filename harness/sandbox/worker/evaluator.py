@@ -36,7 +36,8 @@ from harness.variants import FOREIGN_FORMULA
 from harness.graph_shapes import wire_steps
 from harness.ops import OPS
 from harness.program import decode_tensor, encode_tensor
-from harness.sandbox.worker.measures import count_alive, counting_python_calls, reachable, reachable_of_shape, weak
+from harness.sandbox.worker.measures import (ballast, count_alive, counting_python_calls, reachable,
+                                              reachable_of_shape, weak)
 from harness.sandbox.worker.observation import (SUBMISSION_FILE, changed_since, copy_of, data_of, error_facts,
                                                 has_member, observe_tensor, requires_grad_of)
 
@@ -115,7 +116,7 @@ class Evaluator:
         steps = wire_steps(wire)  # written out, or a timing graph's description (graph_shapes)
         # Objects allocated first, alive until the reply, move every address the graph's objects get: an
         # engine whose order comes from a set of nodes (hashed by address) then walks it in another order.
-        _ballast = [_Ballast() for _ in range(max(0, min(int(request.get("ballast", 0)), 100_000)))]
+        _ballast = ballast(int(request.get("ballast", 0)))
         guard = bool(request.get("guard", True))
         observe_all = request.get("observe", "all") == "all"
         leaves: dict[str, Any] = {}
@@ -443,13 +444,6 @@ def _what(value: Any) -> str:
 
 
 # ---- process entry ----------------------------------------------------------------
-
-
-class _Ballast:
-    """An object the size of a small instance with a ``__dict__``, as most engines' nodes are."""
-
-    def __init__(self) -> None:
-        self.value = None
 
 
 def load_submission(path: str, module_name: str) -> Any:

@@ -1,5 +1,6 @@
 """What the worker's probes measure on the submission's objects: which are still alive, what a graph
-keeps reachable, and how many Python calls a backward pass makes."""
+keeps reachable, and how many Python calls a backward pass makes; and the ballast that moves a graph's
+objects to other addresses."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["count_alive", "counting_python_calls", "reachable", "reachable_of_shape", "weak"]
+__all__ = ["ballast", "count_alive", "counting_python_calls", "reachable", "reachable_of_shape", "weak"]
 
 
 def weak(obj: Any) -> Callable[[], Any]:
@@ -76,3 +77,16 @@ def counting_python_calls(files: set[str]) -> Any:
         yield counter
     finally:
         sys.setprofile(previous)
+
+
+class _Ballast:
+    """An object the size of a small instance with a ``__dict__``, as most engines' nodes are."""
+
+    def __init__(self) -> None:
+        self.value = None
+
+
+def ballast(count: int) -> list[Any]:
+    """``count`` objects (at most 100,000) to hold while a graph runs: allocated first, they move every address
+    the graph's objects get."""
+    return [_Ballast() for _ in range(max(0, min(count, 100_000)))]
